@@ -1,0 +1,17 @@
+"""mars_dask: Mars's tileables, ordering, memory quota, spill and failover on Dask.
+
+``import mars_dask.tensor as mt`` builds lazy tensors; ``mars_dask.execute(*tileables)`` or
+``t.execute()`` runs them on the current ``distributed.Client`` (or an embedded
+``LocalCluster``) and ``t.fetch()`` returns numpy results.
+"""
+
+from . import config  # noqa: F401  (registers the mars-dask.* dask.config defaults)
+from .errors import MarsDaskError, NotExecutedError, TilingError
+from .session import Session, execute, fetch, get_client, get_session
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MarsDaskError", "NotExecutedError", "TilingError", "Session", "execute", "fetch",
+    "get_client", "get_session",
+]

@@ -1,0 +1,431 @@
+"""Tensor tileables: :class:`TensorData` (metadata + chunks), :class:`Tensor` (the handle
+users hold) and :class:`TensorOperand` (base of every tensor operation).
+
+Conventions every tensor operand follows:
+
+- build time (the user-facing function): validate arguments and raise a clear exception
+  naming the problem; compute the output's shape and dtype exactly as numpy would
+  (``nan`` for lengths known only after execution); return ``op.new_tensor(...)``.
+- tile time (``tile``): produce chunks with ``self.new_chunk(...)``; kernels are plain
+  module-level functions over numpy arrays (so they pickle by reference).  Use
+  ``yield from ensure_known(t)`` before reading ``t.nsplits`` when they may be unknown.
+- chunk keys are ``(tensor_key, *chunk_index)``, as dask.array's.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..tiling.core import Chunk, Operand, TileableData, has_unknown, new_key
+from ..tiling.tileable import Tileable
+from .utils import nbytes_of, prod
+
+
+class TensorData(TileableData):
+    __slots__ = ("dtype", "order")
+
+    def __init__(self, op, shape, dtype, key, order: str = "C"):
+        super().__init__(op, shape, key)
+        self.dtype = np.dtype(dtype)
+        self.order = order
+
+    @property
+    def size(self) -> float:
+        return prod(self.shape)
+
+    @property
+    def nbytes(self) -> float:
+        return nbytes_of(self.shape, self.dtype)
+
+
+class TensorOperand(Operand):
+    """Base class of tensor operations (see the module docstring for the conventions)."""
+
+    _op_name = "tensor-op"
+
+    def new_tensors(self, shapes_dtypes: Sequence[tuple], key: str | None = None) -> list[Tensor]:
+        """Create the output tensors of this operand: one per ``(shape, dtype)``."""
+        base = key or self.make_key()
+        outs = []
+        for i, (shape, dtype) in enumerate(shapes_dtypes):
+            k = base if len(shapes_dtypes) == 1 else f"{base}-{i}"
+            data = TensorData(self, tuple(shape), dtype, k)
+            self.add_output(data)
+            outs.append(Tensor(data))
+        return outs
+
+    def new_tensor(self, shape, dtype, key: str | None = None) -> Tensor:
+        return self.new_tensors([(shape, dtype)], key=key)[0]
+
+    def make_key(self) -> str:
+        """Deterministic key from the operand type, inputs' keys and parameters."""
+        return new_key(
+            self._op_name,
+            type(self).__name__,
+            [getattr(i, "key", i) for i in self.inputs],
+            _tokenize_params(self.params),
+        )
+
+    @property
+    def output(self) -> TensorData:
+        return self.outputs[0]
+
+    def output_key(self, i: int = 0) -> str:
+        """Key of output ``i`` (valid even if the user dropped that output)."""
+        ref = self._outputs[i]()
+        if ref is not None:
+            return ref.key
+        first = next(r() for r in self._outputs if r() is not None)
+        base = first.key.rsplit("-", 1)[0] if len(self._outputs) > 1 else first.key
+        return f"{base}-{i}"
+
+    def new_chunk(
+        self,
+        index: tuple,
+        shape: tuple,
+        func,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        *,
+        out: int = 0,
+        dtype=None,
+        inputs: Sequence[Chunk] | None = None,
+        memory: int | None = None,
+        blockwise: bool = False,
+    ) -> Chunk:
+        """A chunk of output ``out`` at grid ``index`` computed by ``func(*args, **kwargs)``.
+
+        ``memory`` overrides the default estimate (inputs + output bytes); pass it for
+        kernels with large temporaries.
+        """
+        if dtype is None:
+            o = self._outputs[out]()
+            dtype = o.dtype if o is not None else np.float64
+        key = (self.output_key(out), *index)
+        return Chunk(
+            key,
+            tuple(index),
+            tuple(shape),
+            func,
+            tuple(args),
+            kwargs,
+            inputs=inputs,
+            memory=memory,
+            nbytes=nbytes_of(shape, dtype),
+            blockwise=blockwise,
+        )
+
+
+def _tokenize_params(params: dict) -> Any:
+    out = []
+    for k in sorted(params):
+        v = params[k]
+        if isinstance(v, (Tensor, TileableData)):
+            v = v.key
+        elif isinstance(v, (list, tuple)):
+            v = [x.key if isinstance(x, (Tensor, TileableData)) else x for x in v]
+        out.append((k, v))
+    return out
+
+
+def _binop(name, reflected=False):
+    def method(self, other):
+        from . import arithmetic
+
+        func = getattr(arithmetic, name)
+        try:
+            return func(other, self) if reflected else func(self, other)
+        except _NotSupported:
+            return NotImplemented
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+class _NotSupported(TypeError):
+    pass
+
+
+class Tensor(Tileable):
+    """A lazy n-dimensional array (Mars's ``Tensor``).  Build expressions with numpy-style
+    functions and operators, then ``.execute()`` and ``.fetch()``."""
+
+    __slots__ = ()
+    __array_priority__ = 1000
+
+    # -- metadata --------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def size(self):
+        return self._data.size
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    @property
+    def order(self):
+        return self._data.order
+
+    @property
+    def T(self) -> Tensor:
+        return self.transpose()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        n = self.shape[0]
+        if isinstance(n, float) and math.isnan(n):
+            raise ValueError("len() of a tensor whose length is unknown until it is executed")
+        return int(n)
+
+    def __repr__(self) -> str:
+        state = "executed" if self._data.is_executed else "lazy"
+        return f"Tensor <op={type(self.op).__name__ if self.op else 'Fetch'}, shape={self.shape}, dtype={self.dtype}, key={self.key}, {state}>"
+
+    def __bool__(self):
+        raise TypeError(
+            "the truth value of a lazy tensor is undefined; execute() and fetch() it first"
+        )
+
+    def __iter__(self):
+        raise TypeError("iterating over a lazy tensor is not supported; fetch() it first")
+
+    @staticmethod
+    def _assemble_meta(data: TensorData):
+        return (data.chunk_shape, data.dtype, data.shape)
+
+    @staticmethod
+    def _assemble(meta, parts: list):
+        from dask.array.core import concatenate3
+
+        from ..tiling.tileable import _nest
+
+        chunk_shape, dtype, shape = meta
+        if len(shape) == 0:
+            return np.asarray(parts[0]).reshape(())
+        if not parts or 0 in chunk_shape:
+            return np.empty(tuple(0 if s != s else int(s) for s in shape), dtype=dtype)
+        return concatenate3(_nest(parts, chunk_shape))
+
+    def __array__(self, dtype=None, copy=None):
+        if not self._data.is_executed:
+            self.execute()
+        arr = np.asarray(self.fetch())
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def to_numpy(self):
+        return self.execute().fetch()
+
+    def to_dask(self):
+        """A ``dask.array.Array`` with the same chunks (shapes must be known)."""
+        from .datasource import to_dask
+
+        return to_dask(self)
+
+    # -- numpy protocols -----------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import arithmetic
+
+        return arithmetic.array_ufunc(ufunc, method, *inputs, **kwargs)
+
+    # -- operators -----------------------------------------------------------------------
+    __add__ = _binop("add")
+    __radd__ = _binop("add", True)
+    __sub__ = _binop("subtract")
+    __rsub__ = _binop("subtract", True)
+    __mul__ = _binop("multiply")
+    __rmul__ = _binop("multiply", True)
+    __truediv__ = _binop("true_divide")
+    __rtruediv__ = _binop("true_divide", True)
+    __floordiv__ = _binop("floor_divide")
+    __rfloordiv__ = _binop("floor_divide", True)
+    __mod__ = _binop("mod")
+    __rmod__ = _binop("mod", True)
+    __pow__ = _binop("power")
+    __rpow__ = _binop("power", True)
+    __lshift__ = _binop("left_shift")
+    __rlshift__ = _binop("left_shift", True)
+    __rshift__ = _binop("right_shift")
+    __rrshift__ = _binop("right_shift", True)
+    __and__ = _binop("bitwise_and")
+    __rand__ = _binop("bitwise_and", True)
+    __or__ = _binop("bitwise_or")
+    __ror__ = _binop("bitwise_or", True)
+    __xor__ = _binop("bitwise_xor")
+    __rxor__ = _binop("bitwise_xor", True)
+    __lt__ = _binop("less")
+    __le__ = _binop("less_equal")
+    __gt__ = _binop("greater")
+    __ge__ = _binop("greater_equal")
+    __eq__ = _binop("equal")
+    __ne__ = _binop("not_equal")
+    __hash__ = object.__hash__
+
+    def __matmul__(self, other):
+        from .linalg import matmul
+
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from .linalg import matmul
+
+        return matmul(other, self)
+
+    def __neg__(self):
+        from .arithmetic import negative
+
+        return negative(self)
+
+    def __pos__(self):
+        from .arithmetic import positive
+
+        return positive(self)
+
+    def __abs__(self):
+        from .arithmetic import absolute
+
+        return absolute(self)
+
+    def __invert__(self):
+        from .arithmetic import invert
+
+        return invert(self)
+
+    def __divmod__(self, other):
+        from .arithmetic import divmod as _divmod
+
+        return _divmod(self, other)
+
+    # -- indexing ----------------------------------------------------------------------
+    def __getitem__(self, item):
+        from .indexing import getitem
+
+        return getitem(self, item)
+
+    def __setitem__(self, item, value):
+        from .indexing import setitem
+
+        setitem(self, item, value)
+
+    # -- methods (thin wrappers over the module-level functions) --------------------------
+    def astype(self, dtype, order="K", casting="unsafe", copy=True):
+        from .arithmetic import astype
+
+        return astype(self, dtype, casting=casting, copy=copy)
+
+    def copy(self):
+        from .arithmetic import astype
+
+        return astype(self, self.dtype, copy=True)
+
+    def rechunk(self, chunk_size):
+        from .rechunk import rechunk
+
+        return rechunk(self, chunk_size)
+
+    def reshape(self, *shape, order="C"):
+        from .manipulation import reshape
+
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        from .manipulation import transpose
+
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return transpose(self, axes or None)
+
+    def swapaxes(self, axis1, axis2):
+        from .manipulation import swapaxes
+
+        return swapaxes(self, axis1, axis2)
+
+    def ravel(self, order="C"):
+        from .manipulation import ravel
+
+        return ravel(self, order=order)
+
+    def flatten(self, order="C"):
+        from .manipulation import ravel
+
+        return ravel(self, order=order)
+
+    def squeeze(self, axis=None):
+        from .manipulation import squeeze
+
+        return squeeze(self, axis=axis)
+
+    def dot(self, other):
+        from .linalg import dot
+
+        return dot(self, other)
+
+    def clip(self, a_min=None, a_max=None):
+        from .arithmetic import clip
+
+        return clip(self, a_min, a_max)
+
+    def round(self, decimals=0):
+        from .arithmetic import around
+
+        return around(self, decimals=decimals)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """In-place sort, as ``numpy.ndarray.sort`` (the handle now points at sorted data)."""
+        from .sort import sort
+
+        self._data = sort(self, axis=axis, kind=kind, order=order).data
+
+    def argsort(self, axis=-1, kind=None, order=None):
+        from .sort import argsort
+
+        return argsort(self, axis=axis, kind=kind, order=order)
+
+
+def _reduction_method(name):
+    def method(self, *args, **kwargs):
+        from . import reduction
+
+        return getattr(reduction, name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "sum", "prod", "mean", "std", "var", "min", "max", "argmin", "argmax",
+    "any", "all", "cumsum", "cumprod",
+):
+    setattr(Tensor, _name, _reduction_method(_name))
+
+
+def astensor(x, dtype=None, chunk_size=None) -> Tensor:
+    """``x`` as a Tensor: tensors pass through (cast if ``dtype``), array-likes and
+    scalars are wrapped as data sources."""
+    if isinstance(x, Tensor):
+        if dtype is not None and np.dtype(dtype) != x.dtype:
+            return x.astype(dtype)
+        return x
+    from .datasource import tensor
+
+    return tensor(x, dtype=dtype, chunk_size=chunk_size)
+
+
+def is_scalar_like(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic, bool, str, bytes)) or (
+        isinstance(x, np.ndarray) and x.ndim == 0
+    )

@@ -1,0 +1,3 @@
+"""(placeholder: being written) ``mt.linalg``: products and decompositions."""
+
+__all__: list[str] = []

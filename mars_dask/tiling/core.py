@@ -1,0 +1,235 @@
+"""The two graphs of Mars: tileables (what the user builds) and chunks (what runs).
+
+A :class:`TileableData` is produced by an :class:`Operand` from input tileables.  It knows
+its metadata (shape, possibly with ``nan`` for unknown lengths) but not its chunks until
+the operand is *tiled*.  ``Operand.tile()`` returns, for each output, its chunks (in C order
+of the chunk grid) and ``nsplits`` (the chunk lengths along each axis).
+
+A :class:`Chunk` is one node of the chunk graph: a plain kernel ``func(*args, **kwargs)``
+over numpy/pandas objects, where ``args``/``kwargs`` may hold other chunks (its inputs),
+nested in lists, tuples or dicts.  Chunks are emitted as Dask task-spec Tasks
+(see :mod:`mars_dask.tiling.emit`).
+
+Ownership avoids reference cycles on purpose: a tileable holds its operand, the operand
+holds its inputs and only weak references to its outputs, chunks hold their input chunks.
+So dropping the user's last reference to a tileable frees its chunks and with them the
+Dask futures that keep executed data alive (Mars's lifecycle = Dask's refcount).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import uuid
+import weakref
+from typing import Any, Callable, Iterable, Sequence
+
+from dask.base import tokenize
+
+
+def new_key(prefix: str, *parts) -> str:
+    """A deterministic key for an operand: the same inputs and parameters give the same
+    key, so executing the same expression twice reuses data on the cluster."""
+    return f"{prefix}-{tokenize(*parts)}"
+
+
+def random_key(prefix: str) -> str:
+    """A key that is unique whatever the inputs (for non-deterministic operands)."""
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+class Chunk:
+    """A node of the chunk graph.
+
+    ``key`` is the Dask key (``(tileable_key, *index)``), ``index`` its position in the chunk
+    grid, ``shape`` its shape (``nan`` where unknown until executed), ``memory`` its
+    estimated peak memory in bytes (inputs + output + temporaries) used for quota admission.
+    ``blockwise`` says the kernel maps aligned blocks of its inputs one to one, so the
+    emitter may fuse all of its single-use inputs into it.  ``future`` is set once the
+    chunk's data lives on the cluster.
+    """
+
+    __slots__ = (
+        "key",
+        "index",
+        "shape",
+        "func",
+        "args",
+        "kwargs",
+        "inputs",
+        "memory",
+        "blockwise",
+        "future",
+        "nbytes",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        key,
+        index: tuple,
+        shape: tuple,
+        func: Callable | None,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        *,
+        inputs: Sequence[Chunk] | None = None,
+        memory: int | None = None,
+        nbytes: float | None = None,
+        blockwise: bool = False,
+    ):
+        self.key = key
+        self.index = index
+        self.shape = shape
+        self.func = func
+        self.args = args
+        self.kwargs = kwargs or {}
+        self.inputs = tuple(inputs) if inputs is not None else tuple(find_chunks((args, self.kwargs)))
+        self.nbytes = nbytes
+        self.memory = memory
+        self.blockwise = blockwise
+        self.future = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Chunk({self.key!r}, shape={self.shape})"
+
+
+def find_chunks(obj) -> Iterable[Chunk]:
+    """Chunks referenced by ``obj`` (a chunk, or lists/tuples/dicts holding chunks)."""
+    if isinstance(obj, Chunk):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from find_chunks(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from find_chunks(o)
+
+
+def has_unknown(shape) -> bool:
+    return any(isinstance(s, float) and math.isnan(s) for s in shape)
+
+
+class TileableData:
+    """Metadata of a lazy result plus, once tiled, its chunk layout.
+
+    ``shape`` may contain ``nan`` for lengths only known after execution; ``nsplits`` is a
+    tuple (one per axis) of chunk lengths, ``nan`` where unknown.
+    """
+
+    __slots__ = ("key", "op", "shape", "chunks", "nsplits", "output_index", "__weakref__")
+
+    def __init__(self, op: Operand | None, shape: tuple, key: str, output_index: int = 0):
+        self.op = op
+        self.shape = tuple(shape)
+        self.key = key
+        self.chunks: list[Chunk] | None = None
+        self.nsplits: tuple | None = None
+        self.output_index = output_index
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def inputs(self) -> list[TileableData]:
+        return list(self.op.inputs) if self.op is not None else []
+
+    @property
+    def is_tiled(self) -> bool:
+        return self.chunks is not None
+
+    @property
+    def is_executed(self) -> bool:
+        return self.chunks is not None and all(c.future is not None for c in self.chunks)
+
+    @property
+    def chunk_shape(self) -> tuple:
+        return tuple(len(s) for s in self.nsplits)
+
+    def set_chunks(self, chunks: list[Chunk], nsplits: Sequence[Sequence]) -> None:
+        self.chunks = list(chunks)
+        self.nsplits = tuple(tuple(s) for s in nsplits)
+        if has_unknown(self.shape) and not any(has_unknown(s) for s in self.nsplits):
+            self.shape = tuple(sum(s) for s in self.nsplits)
+
+    def chunk_at(self, index: tuple) -> Chunk:
+        """The chunk at grid position ``index`` (chunks are stored in C order)."""
+        flat = 0
+        for i, n in zip(index, self.chunk_shape):
+            flat = flat * n + i
+        return self.chunks[flat]
+
+    def chunk_grid(self) -> Iterable[tuple]:
+        """All chunk grid indices in C order."""
+        return itertools.product(*(range(len(s)) for s in self.nsplits))
+
+    def refresh_nsplits(self) -> None:
+        """Recompute ``nsplits`` and ``shape`` from the chunks' (now known) shapes."""
+        nsplits = []
+        for ax, splits in enumerate(self.nsplits):
+            new = []
+            for i in range(len(splits)):
+                idx = tuple(i if a == ax else 0 for a in range(len(self.nsplits)))
+                new.append(self.chunk_at(idx).shape[ax])
+            nsplits.append(tuple(new))
+        self.nsplits = tuple(nsplits)
+        if not any(has_unknown(s) for s in self.nsplits):
+            self.shape = tuple(sum(s) for s in self.nsplits)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r}, shape={self.shape})"
+
+
+class Operand:
+    """An operation from input tileables to output tileables.
+
+    Subclasses set ``_op_name`` and implement :meth:`tile`, which returns one
+    ``(chunks, nsplits)`` pair per output.  ``tile`` may be a generator: ``yield chunks``
+    asks the engine to execute those chunks first and fill in their real shapes (Mars's
+    iterative tiling for unknown shapes); tiling then resumes.  See :func:`ensure_known`.
+    """
+
+    _op_name = "op"
+
+    def __init__(self, inputs: Sequence[TileableData] = (), **params: Any):
+        self.inputs = list(inputs)
+        self.params = params
+        self._outputs: list[weakref.ref] = []
+
+    def __getattr__(self, item):
+        # parameters read as attributes: op.axis, op.dtype, ...
+        params = self.__dict__.get("params")
+        if params is not None and item in params:
+            return params[item]
+        raise AttributeError(item)
+
+    @property
+    def outputs(self) -> list[TileableData | None]:
+        return [r() for r in self._outputs]
+
+    def add_output(self, data: TileableData) -> TileableData:
+        data.output_index = len(self._outputs)
+        self._outputs.append(weakref.ref(data))
+        return data
+
+    def tile(self):  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__}.tile")
+
+
+def ensure_known(*tileables: TileableData):
+    """Generator for use inside ``Operand.tile``: ``yield from ensure_known(a, b)``.
+
+    If any chunk of the given (already tiled) tileables has an unknown shape, the chunks
+    are handed to the engine, which executes them and fills in their shapes; afterwards
+    every tileable's ``nsplits`` and ``shape`` are known.
+    """
+    need = [c for t in tileables for c in t.chunks if has_unknown(c.shape)]
+    if need:
+        yield need
+        for t in tileables:
+            t.refresh_nsplits()
