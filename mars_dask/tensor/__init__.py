@@ -16,9 +16,8 @@ from . import sort as _sort
 from . import statistics as _statistics
 from .core import Tensor, TensorData, astensor
 
-for _mod in (_datasource, _indexing, _manipulation, _reduction, _sort, _statistics, _rechunk, linalg.products if hasattr(linalg, "products") else None):
-    if _mod is not None:
-        globals().update({_n: getattr(_mod, _n) for _n in getattr(_mod, "__all__", [])})
+for _mod in (_datasource, _indexing, _manipulation, _reduction, _sort, _statistics, _rechunk, linalg):
+    globals().update({_n: getattr(_mod, _n) for _n in getattr(_mod, "__all__", [])})
 
 globals().update({_n: getattr(_arithmetic, _n) for _n in _arithmetic.UFUNCS})
 from .arithmetic import allclose, around, astype, clip, isclose, round_  # noqa: E402

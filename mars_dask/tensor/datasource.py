@@ -1,10 +1,5 @@
 """Tensor creation: from numpy data, constant fills, ranges, and conversion to/from dask."""
 
-__all__ = [
-    "tensor", "array", "asarray", "full", "ones", "zeros", "empty", "full_like", "ones_like",
-    "zeros_like", "empty_like", "from_dask",
-]
-
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +7,11 @@ import numpy as np
 from ..tiling.core import new_key, random_key
 from .core import Tensor, TensorOperand
 from .utils import chunk_grid, chunk_shape_at, normalize_chunk_size, offsets
+
+__all__ = [
+    "tensor", "array", "asarray", "full", "ones", "zeros", "empty", "full_like", "ones_like",
+    "zeros_like", "empty_like", "from_dask",
+]
 
 
 def _slice_data(data, slices):
