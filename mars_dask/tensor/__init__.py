@@ -8,6 +8,7 @@ from . import arithmetic as _arithmetic
 from . import datasource as _datasource
 from . import indexing as _indexing
 from . import linalg
+from .linalg import products as _products
 from . import manipulation as _manipulation
 from . import random
 from . import rechunk as _rechunk
@@ -16,7 +17,7 @@ from . import sort as _sort
 from . import statistics as _statistics
 from .core import Tensor, TensorData, astensor
 
-for _mod in (_datasource, _indexing, _manipulation, _reduction, _sort, _statistics, _rechunk, linalg):
+for _mod in (_datasource, _indexing, _manipulation, _reduction, _sort, _statistics, _rechunk, _products):
     globals().update({_n: getattr(_mod, _n) for _n in getattr(_mod, "__all__", [])})
 
 globals().update({_n: getattr(_arithmetic, _n) for _n in _arithmetic.UFUNCS})

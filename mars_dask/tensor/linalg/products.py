@@ -1,0 +1,3 @@
+"""(placeholder: being written) dot, matmul, tensordot, einsum."""
+
+__all__: list[str] = []
