@@ -17,10 +17,11 @@ from . import sort as _sort
 from . import statistics as _statistics
 from .core import Tensor, TensorData, astensor
 
+# ufuncs first: modules below override the few ufunc names (numpy 2's ``matmul``, ...)
+# that need a non-elementwise implementation
+globals().update({_n: getattr(_arithmetic, _n) for _n in _arithmetic.UFUNCS})
 for _mod in (_datasource, _indexing, _manipulation, _reduction, _sort, _statistics, _rechunk, _products):
     globals().update({_n: getattr(_mod, _n) for _n in getattr(_mod, "__all__", [])})
-
-globals().update({_n: getattr(_arithmetic, _n) for _n in _arithmetic.UFUNCS})
 from .arithmetic import allclose, around, astype, clip, isclose, round_  # noqa: E402
 from .arithmetic import where_ as where  # noqa: E402
 

@@ -10,14 +10,15 @@ exactly, NEP 50 weak Python scalars included.
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 
 import numpy as np
 
-from ..tiling.core import ensure_known, has_unknown
+from ..tiling.core import Chunk, ensure_known, has_unknown
 from .core import Tensor, TensorOperand, _NotSupported, astensor, is_scalar_like
 from .rechunk import unify_nsplits
-from .utils import broadcast_shape, chunk_grid, chunk_shape_at
+from .utils import broadcast_shape, chunk_grid
 
 
 class TensorElementwise(TensorOperand):
@@ -49,24 +50,40 @@ class TensorElementwise(TensorOperand):
             out_nsplits.append(tuple(splits))
         out_nsplits = tuple(out_nsplits)
 
+        grid = list(chunk_grid(out_nsplits))
+        out_grid = tuple(len(sp) for sp in out_nsplits)
+        per_input = []
+        for t in inputs:
+            off = ndim - t.ndim
+            if t.chunk_shape == out_grid[off:] and off == 0:
+                per_input.append(t.chunks)
+            else:
+                bcast = [len(t.nsplits[a]) == 1 for a in range(t.ndim)]
+                per_input.append([
+                    t.chunk_at(tuple(0 if bcast[a] else idx[a + off] for a in range(t.ndim)))
+                    for idx in grid
+                ])
+        template = self.args_spec
+        func, kwargs = self.func, self.kwargs
         results = [[] for _ in range(self.nout)]
         dtypes = [o.dtype if o is not None else None for o in self.outputs]
-        for idx in chunk_grid(out_nsplits):
-            in_chunks = []
-            for t in inputs:
-                off = ndim - t.ndim
-                tidx = tuple(0 if len(t.nsplits[a]) == 1 else idx[a + off] for a in range(t.ndim))
-                in_chunks.append(t.chunk_at(tidx))
+        okey = self.output_key(0)
+        itemsize = dtypes[0].itemsize if dtypes[0] is not None else 8
+        for k, (idx, shape) in enumerate(zip(grid, itertools.product(*out_nsplits))):
+            in_chunks = [seq[k] for seq in per_input]
             it = iter(in_chunks)
-            args = [next(it) if kind == "t" else val for kind, val in self.args_spec]
-            shape = chunk_shape_at(out_nsplits, idx)
+            args = tuple([next(it) if kind == "t" else val for kind, val in template])
             if self.nout == 1:
-                results[0].append(
-                    self.new_chunk(idx, shape, self.func, args, self.kwargs, inputs=in_chunks, blockwise=True)
-                )
+                n = 1
+                for d in shape:
+                    n *= d
+                results[0].append(Chunk(
+                    (okey, *idx), idx, shape, func, args, kwargs,
+                    inputs=in_chunks, nbytes=float(n * itemsize), blockwise=True,
+                ))
             else:
-                multi = self.new_chunk(idx, shape, self.func, args, self.kwargs, inputs=in_chunks, blockwise=True)
-                multi.key = (self.output_key(0) + "-multi", *idx)
+                multi = self.new_chunk(idx, shape, func, args, kwargs, inputs=in_chunks, blockwise=True)
+                multi.key = (okey + "-multi", *idx)
                 for i in range(self.nout):
                     results[i].append(
                         self.new_chunk(idx, shape, _getitem, (multi, i), out=i, dtype=dtypes[i], inputs=[multi], blockwise=True)
@@ -107,7 +124,7 @@ def elementwise(func, *args, dtype=None, nout=1, name=None, **kwargs):
     """Apply numpy ``func`` element-wise to tensors/array-likes/scalars with broadcasting."""
     targs = []
     for a in args:
-        if isinstance(a, Tensor) or is_scalar_like(a) or a is None:
+        if isinstance(a, Tensor) or is_scalar_like(a) or a is None or isinstance(a, (np.dtype, type)):
             targs.append(a)
         elif isinstance(a, (np.ndarray, list, tuple)):
             targs.append(astensor(a))
@@ -186,7 +203,12 @@ def _make_ufunc(uf: np.ufunc):
     return func
 
 
-UFUNCS = {n: getattr(np, n) for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc)}
+# generalized ufuncs (matmul, vecdot, ...) have core dimensions: they are not element-wise
+UFUNCS = {
+    n: getattr(np, n)
+    for n in dir(np)
+    if isinstance(getattr(np, n, None), np.ufunc) and getattr(np, n).signature is None
+}
 _g = globals()
 for _n, _uf in UFUNCS.items():
     _g[_n] = _make_ufunc(_uf)
@@ -200,6 +222,10 @@ divmod = _g["divmod"]  # noqa: A001
 
 def array_ufunc(ufunc, method, *inputs, **kwargs):
     """``Tensor.__array_ufunc__``: numpy ufuncs called on tensors stay lazy."""
+    if ufunc is np.matmul and method == "__call__":
+        from .linalg import matmul as _matmul
+
+        return _matmul(*inputs, **kwargs)
     if method == "__call__":
         return _g[ufunc.__name__](*inputs, **kwargs)
     if method == "reduce":
@@ -210,11 +236,14 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
             "logical_and": "all", "logical_or": "any",
         }
         if ufunc.__name__ in mapping:
-            kwargs.pop("out", None)
+            kwargs.setdefault("axis", 0)  # numpy's default for ufunc.reduce
+            if isinstance(kwargs.get("out"), tuple):
+                (kwargs["out"],) = kwargs["out"]
             return getattr(reduction, mapping[ufunc.__name__])(*inputs, **kwargs)
     if method == "accumulate" and ufunc.__name__ in ("add", "multiply"):
         from . import reduction
 
+        kwargs.setdefault("axis", 0)
         return getattr(reduction, "cumsum" if ufunc.__name__ == "add" else "cumprod")(*inputs, **kwargs)
     return NotImplemented
 

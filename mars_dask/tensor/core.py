@@ -102,12 +102,22 @@ class TensorOperand(Operand):
         ``memory`` overrides the default estimate (inputs + output bytes); pass it for
         kernels with large temporaries.
         """
-        if dtype is None:
-            o = self._outputs[out]()
-            dtype = o.dtype if o is not None else np.float64
-        key = (self.output_key(out), *index)
+        cache = self.__dict__.setdefault("_chunk_cache", {})
+        ck = (out, dtype)
+        hit = cache.get(ck)
+        if hit is None:
+            if dtype is None:
+                o = self._outputs[out]()
+                itemsize = o.dtype.itemsize if o is not None else 8
+            else:
+                itemsize = np.dtype(dtype).itemsize
+            hit = cache[ck] = (self.output_key(out), itemsize)
+        okey, itemsize = hit
+        n = 1
+        for d in shape:
+            n *= d
         return Chunk(
-            key,
+            (okey, *index),
             tuple(index),
             tuple(shape),
             func,
@@ -115,7 +125,7 @@ class TensorOperand(Operand):
             kwargs,
             inputs=inputs,
             memory=memory,
-            nbytes=nbytes_of(shape, dtype),
+            nbytes=float(n * itemsize),
             blockwise=blockwise,
         )
 
@@ -307,6 +317,11 @@ class Tensor(Tileable):
         from .arithmetic import divmod as _divmod
 
         return _divmod(self, other)
+
+    def __rdivmod__(self, other):
+        from .arithmetic import divmod as _divmod
+
+        return _divmod(other, self)
 
     # -- indexing ----------------------------------------------------------------------
     def __getitem__(self, item):

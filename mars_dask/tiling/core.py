@@ -46,7 +46,8 @@ class Chunk:
     estimated peak memory in bytes (inputs + output + temporaries) used for quota admission.
     ``blockwise`` says the kernel maps aligned blocks of its inputs one to one, so the
     emitter may fuse all of its single-use inputs into it.  ``future`` is set once the
-    chunk's data lives on the cluster.
+    chunk's data lives on the cluster.  ``fused`` remembers which inputs the emitter
+    inlined the first time, so a re-submitted key always carries the same recipe.
     """
 
     __slots__ = (
@@ -61,6 +62,7 @@ class Chunk:
         "blockwise",
         "future",
         "nbytes",
+        "fused",
         "__weakref__",
     )
 
@@ -84,11 +86,14 @@ class Chunk:
         self.func = func
         self.args = args
         self.kwargs = kwargs or {}
-        self.inputs = tuple(inputs) if inputs is not None else tuple(find_chunks((args, self.kwargs)))
+        if inputs is None:
+            inputs = find_chunks((args, self.kwargs))
+        self.inputs = inputs if type(inputs) is tuple else tuple(inputs)
         self.nbytes = nbytes
         self.memory = memory
         self.blockwise = blockwise
         self.future = None
+        self.fused = None  # input keys inlined into this chunk's task when first emitted
 
     @property
     def ndim(self) -> int:
@@ -98,16 +103,24 @@ class Chunk:
         return f"Chunk({self.key!r}, shape={self.shape})"
 
 
-def find_chunks(obj) -> Iterable[Chunk]:
+_CONTAINERS = (list, tuple, dict)
+
+
+def find_chunks(obj) -> list[Chunk]:
     """Chunks referenced by ``obj`` (a chunk, or lists/tuples/dicts holding chunks)."""
-    if isinstance(obj, Chunk):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from find_chunks(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from find_chunks(o)
+    found: list[Chunk] = []
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        t = type(o)
+        if t is Chunk:
+            found.append(o)
+        elif t is dict:
+            stack.extend(v for v in o.values() if type(v) is Chunk or isinstance(v, _CONTAINERS))
+        elif isinstance(o, (list, tuple)):
+            stack.extend(v for v in o if type(v) is Chunk or isinstance(v, _CONTAINERS))
+    found.reverse()
+    return found
 
 
 def has_unknown(shape) -> bool:
@@ -121,15 +134,30 @@ class TileableData:
     tuple (one per axis) of chunk lengths, ``nan`` where unknown.
     """
 
-    __slots__ = ("key", "op", "shape", "chunks", "nsplits", "output_index", "__weakref__")
+    __slots__ = ("key", "op", "shape", "chunks", "_nsplits", "_strides", "output_index", "__weakref__")
 
     def __init__(self, op: Operand | None, shape: tuple, key: str, output_index: int = 0):
         self.op = op
         self.shape = tuple(shape)
         self.key = key
         self.chunks: list[Chunk] | None = None
-        self.nsplits: tuple | None = None
+        self._nsplits: tuple | None = None
+        self._strides: tuple = ()
         self.output_index = output_index
+
+    @property
+    def nsplits(self) -> tuple | None:
+        return self._nsplits
+
+    @nsplits.setter
+    def nsplits(self, value) -> None:
+        self._nsplits = value
+        strides = []
+        n = 1
+        for s in reversed(value or ()):
+            strides.append(n)
+            n *= len(s)
+        self._strides = tuple(reversed(strides))
 
     @property
     def ndim(self) -> int:
@@ -159,10 +187,7 @@ class TileableData:
 
     def chunk_at(self, index: tuple) -> Chunk:
         """The chunk at grid position ``index`` (chunks are stored in C order)."""
-        flat = 0
-        for i, n in zip(index, self.chunk_shape):
-            flat = flat * n + i
-        return self.chunks[flat]
+        return self.chunks[sum(i * s for i, s in zip(index, self._strides))]
 
     def chunk_grid(self) -> Iterable[tuple]:
         """All chunk grid indices in C order."""
@@ -200,6 +225,11 @@ class Operand:
         self.inputs = list(inputs)
         self.params = params
         self._outputs: list[weakref.ref] = []
+        # parameters become plain attributes (fast in tile loops) unless a name is taken
+        cls = type(self)
+        for k, v in params.items():
+            if not hasattr(cls, k) and k not in ("inputs", "params", "_outputs"):
+                self.__dict__[k] = v
 
     def __getattr__(self, item):
         # parameters read as attributes: op.axis, op.dtype, ...

@@ -15,7 +15,9 @@ Every emitted key is annotated with
 
 Chunks that are already executed appear as their Futures (as in a persisted dask.array),
 so only the new part of a graph is submitted.  Single-use chains are fused into one Task
-(nested Tasks run inline), as Dask's blockwise fusion does for dask.array.
+(nested Tasks run inline), as Dask's blockwise fusion does for dask.array.  A chunk's
+fusion is decided the first time it is emitted and kept: the scheduler may still hold the
+key's recipe from an earlier graph, and the same key must always carry the same recipe.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def estimate_memory(c: Chunk) -> int:
     return int(total)
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def _convert(obj, subst: dict):
     if isinstance(obj, Chunk):
         return subst[obj.key]
@@ -112,18 +117,42 @@ def build_graph(
     order, executed = postorder(outputs)
 
     n_consumers: dict = {}
+    get = n_consumers.get
     for c in order:
-        for inp in set(c.inputs):
-            n_consumers[inp.key] = n_consumers.get(inp.key, 0) + 1
+        ins = c.inputs
+        if len(ins) == 1:
+            k = ins[0].key
+            n_consumers[k] = get(k, 0) + 1
+        else:
+            for k in {i.key for i in ins}:
+                n_consumers[k] = get(k, 0) + 1
 
     tasks: dict = {}  # key -> Task (emitted, unless later fused into its consumer)
     memory: dict = {}
     prio: dict = {}
     for i, c in enumerate(order):
         subst = {}
-        pending = [inp for inp in c.inputs if inp.future is None]
-        mem = estimate_memory(c)
-        for inp in c.inputs:
+        ins = c.inputs
+        mem = c.memory
+        if mem is None:
+            mem = 0.0
+            nb = c.nbytes
+            if nb is not None and nb == nb:
+                mem += nb
+            for inp in ins:
+                nb = inp.nbytes
+                if nb is not None and nb == nb:
+                    mem += nb
+        mem = int(mem)
+        sticky = c.fused
+        if fuse and sticky is None:
+            n_pending = 0
+            for inp in ins:
+                if inp.future is None:
+                    n_pending += 1
+            linear_ok = c.blockwise or n_pending == 1
+        fused = []
+        for inp in ins:
             k = inp.key
             if k in subst:
                 continue
@@ -131,19 +160,28 @@ def build_graph(
                 fuse
                 and inp.future is None
                 and k not in out_keys
-                and n_consumers.get(k) == 1
-                and (c.blockwise or len(pending) == 1)
+                and n_consumers[k] == 1
+                and (k in sticky if sticky is not None else linear_ok)
             ):
+                fused.append(k)
                 subst[k] = tasks.pop(k)
-                mem = max(mem, memory.pop(k))
-                prio.pop(k)
+                m = memory.pop(k)
+                if m > mem:
+                    mem = m
+                del prio[k]
             else:
                 subst[k] = TaskRef(k)
-        args = [_convert(a, subst) for a in c.args]
-        kwargs = {k: _convert(v, subst) for k, v in c.kwargs.items()}
-        tasks[c.key] = Task(c.key, c.func, *args, **kwargs)
-        memory[c.key] = mem
-        prio[c.key] = -(base + i)
+        args = [
+            subst[a.key] if type(a) is Chunk else (_convert(a, subst) if type(a) in _CONTAINERS else a)
+            for a in c.args
+        ]
+        kwargs = {k: _convert(v, subst) for k, v in c.kwargs.items()} if c.kwargs else {}
+        if sticky is None:
+            c.fused = frozenset(fused)
+        key = c.key
+        tasks[key] = Task(key, c.func, *args, **kwargs)
+        memory[key] = mem
+        prio[key] = -(base + i)
 
     layers: dict[str, dict] = {}
     for c in executed:
