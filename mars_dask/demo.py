@@ -16,7 +16,7 @@ def main() -> None:
     import mars_dask.tensor as mt
 
     t0 = time.perf_counter()
-    x = mt.random.rand(4_000, 4_000, chunk_size=1_000, seed=42)
+    x = mt.random.RandomState(42).rand(4_000, 4_000, chunk_size=1_000)
     col_sums = ((x + 1) * 2).sum(axis=0)
     big = x[x > 0.99]  # length unknown until executed: tiled iteratively, as Mars does
     gram = x[:, :200].T @ x[:, :200]

@@ -48,6 +48,8 @@ class Chunk:
     emitter may fuse all of its single-use inputs into it.  ``future`` is set once the
     chunk's data lives on the cluster.  ``fused`` remembers which inputs the emitter
     inlined the first time, so a re-submitted key always carries the same recipe.
+    ``boundary`` marks outputs that cut lineage (shuffle map outputs): they are emitted as
+    their own keys, annotated ``mars_boundary``, so failover can checkpoint them.
     """
 
     __slots__ = (
@@ -63,6 +65,7 @@ class Chunk:
         "future",
         "nbytes",
         "fused",
+        "boundary",
         "__weakref__",
     )
 
@@ -94,6 +97,7 @@ class Chunk:
         self.blockwise = blockwise
         self.future = None
         self.fused = None  # input keys inlined into this chunk's task when first emitted
+        self.boundary = None  # e.g. "shuffle": a lineage boundary, never fused, checkpointable
 
     @property
     def ndim(self) -> int:

@@ -12,6 +12,8 @@ Every emitted key is annotated with
 - ``mars_memory``: the chunk's estimated peak memory in bytes, which the quota plugin turns
   into a ``resources={"mars-memory": ...}`` restriction.  Plain Dask ignores it.
 - ``mars_tileable``: the tileable key (lineage tag for failover and the dashboard).
+- ``mars_boundary``: on keys that cut lineage (e.g. ``"shuffle"`` map outputs), which the
+  failover plugin checkpoints.
 
 Chunks that are already executed appear as their Futures (as in a persisted dask.array),
 so only the new part of a graph is submitted.  Single-use chains are fused into one Task
@@ -130,6 +132,7 @@ def build_graph(
     tasks: dict = {}  # key -> Task (emitted, unless later fused into its consumer)
     memory: dict = {}
     prio: dict = {}
+    boundary: dict = {}
     for i, c in enumerate(order):
         subst = {}
         ins = c.inputs
@@ -159,6 +162,7 @@ def build_graph(
             if (
                 fuse
                 and inp.future is None
+                and inp.boundary is None
                 and k not in out_keys
                 and n_consumers[k] == 1
                 and (k in sticky if sticky is not None else linear_ok)
@@ -182,6 +186,8 @@ def build_graph(
         tasks[key] = Task(key, c.func, *args, **kwargs)
         memory[key] = mem
         prio[key] = -(base + i)
+        if c.boundary is not None:
+            boundary[key] = c.boundary
 
     layers: dict[str, dict] = {}
     for c in executed:
@@ -203,6 +209,9 @@ def build_graph(
         if lp:
             lm = {k: memory[k] for k in mapping if k in memory}
             annotations = {"priority": lp.get, "mars_memory": lm.get, "mars_tileable": name}
+            lb = {k: boundary[k] for k in mapping if k in boundary}
+            if lb:
+                annotations["mars_boundary"] = lb.get
         else:
             annotations = None
         hlg_layers[name] = MaterializedLayer(mapping, annotations=annotations)

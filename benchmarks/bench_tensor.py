@@ -1,0 +1,154 @@
+"""Tensor figures, mars_dask side by side with dask.array on one LocalCluster(2 workers).
+
+    python benchmarks/bench_tensor.py            # full sizes (the issue's), ~10 min
+    python benchmarks/bench_tensor.py --quick    # small sizes, a smoke run
+
+(a) ((x + 1) * 2).sum()   x: 8000x8000 float64 random, 1000x1000 chunks
+(b) x.T @ x               x: 4000x4000, 1000x1000 chunks
+(c) x[x > 0.5].sum()      x as in (a); dask needs no compute_chunk_sizes() for a sum
+(d) build + submit a 100,000-chunk element-wise graph: from building the expression until
+    the scheduler has accepted the whole graph (its update_graph finished), both through
+    ``client.persist``.
+
+x is generated and persisted on the workers beforehand in both systems (each with its own
+random generator), so (a)-(c) time the operation: build, submit, compute, and bring the
+result to the client.  Runs alternate between the two systems; medians are printed with the
+mars_dask/dask ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+
+import dask.array as da
+import numpy as np
+from distributed import Client, LocalCluster, wait
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+import mars_dask.tensor as mt
+
+
+class GraphAccepted(SchedulerPlugin):
+    """Records the wall time at which each update_graph finished on the scheduler."""
+
+    name = "bench-graph-accepted"
+
+    def __init__(self):
+        self.times = []
+
+    def update_graph(self, scheduler, **kwargs):
+        self.times.append(time.time())
+
+
+def n_tasks(client) -> int:
+    return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+
+
+def settle(client, baseline: int, timeout: float = 120) -> None:
+    """Wait until the scheduler has forgotten everything but the persisted inputs, so that
+    the next run recomputes (keys are deterministic in both systems)."""
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    while n_tasks(client) > baseline and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_ops(client, n, chunk, n_mm, reps):
+    xm = mt.random.RandomState(1).rand(n, n, chunk_size=chunk).execute()
+    xd = da.random.default_rng(1).random((n, n), chunks=chunk).persist()
+    wait(xd)
+    xm_mm = mt.random.RandomState(2).rand(n_mm, n_mm, chunk_size=chunk).execute()
+    xd_mm = da.random.default_rng(2).random((n_mm, n_mm), chunks=chunk).persist()
+    wait(xd_mm)
+    baseline = n_tasks(client)
+
+    cases = {
+        "(a) ((x + 1) * 2).sum()": (
+            lambda: ((xm + 1) * 2).sum().execute().fetch(),
+            lambda: ((xd + 1) * 2).sum().compute(),
+        ),
+        "(b) x.T @ x": (
+            lambda: (xm_mm.T @ xm_mm).execute().fetch(),
+            lambda: (xd_mm.T @ xd_mm).compute(),
+        ),
+        "(c) x[x > 0.5].sum()": (
+            lambda: xm[xm > 0.5].sum().execute().fetch(),
+            lambda: xd[xd > 0.5].sum().compute(),
+        ),
+    }
+    rows = []
+    for name, (fm, fd) in cases.items():
+        tm, td = [], []
+        for _ in range(reps):
+            tm.append(timed(fm))
+            settle(client, baseline)
+            td.append(timed(fd))
+            settle(client, baseline)
+        rows.append((name, statistics.median(tm), statistics.median(td)))
+    del xm, xd, xm_mm, xd_mm
+    settle(client, 0)
+    return rows
+
+
+def bench_submit(client, shape, chunk, reps):
+    plugin = GraphAccepted()
+    client.register_plugin(plugin)
+
+    def accepted_times():
+        return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[GraphAccepted.name].times)
+
+    def run(build):
+        before = len(accepted_times())
+        t0 = time.time()
+        fut = client.persist(build())
+        while len(accepted_times()) == before:
+            time.sleep(0.02)
+        elapsed = accepted_times()[-1] - t0
+        client.cancel(fut)
+        del fut
+        settle(client, 0, timeout=300)
+        return elapsed
+
+    tm, td = [], []
+    for _ in range(reps):
+        tm.append(run(lambda: (mt.ones(shape, chunk_size=chunk) + 1) * 2))
+        td.append(run(lambda: (da.ones(shape, chunks=chunk) + 1) * 2))
+    client.unregister_scheduler_plugin(GraphAccepted.name)
+    nchunks = int(np.prod([-(-s // c) for s, c in zip(shape, chunk)]))
+    return [(f"(d) build+submit {nchunks:,}-chunk graph", statistics.median(tm), statistics.median(td))]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    p.add_argument("--reps", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.quick:
+        n, chunk, n_mm, reps, shape, sub_chunk, sub_reps = 2000, 500, 1000, 2, (200, 500), (10, 10), 1
+    else:
+        n, chunk, n_mm, reps, shape, sub_chunk, sub_reps = 8000, 1000, 4000, 5, (2000, 5000), (10, 10), 3
+    reps = args.reps or reps
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", host="127.0.0.1") as cluster, Client(cluster) as client:
+        rows = bench_ops(client, n, chunk, n_mm, reps)
+        rows += bench_submit(client, shape, sub_chunk, sub_reps)
+
+    print()
+    print(f"{'benchmark':42s} {'mars_dask s':>12s} {'dask s':>10s} {'ratio':>7s}  target")
+    for name, m, d in rows:
+        target = "<= 1.50" if name.startswith("(d)") else "<= 1.10"
+        print(f"{name:42s} {m:12.3f} {d:10.3f} {m / d:7.2f}  {target}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""(placeholder: being written) groupby."""
+
+__all__: list[str] = []
