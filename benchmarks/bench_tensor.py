@@ -8,7 +8,8 @@
 (c) x[x > 0.5].sum()      x as in (a); dask needs no compute_chunk_sizes() for a sum
 (d) build + submit a 100,000-chunk element-wise graph: from building the expression until
     the scheduler has accepted the whole graph (its update_graph finished), both through
-    ``client.persist``.
+    ``client.persist``, on a scheduler without workers (so nothing runs: the figure is the
+    client's and the scheduler's graph handling alone).
 
 x is generated and persisted on the workers beforehand in both systems (each with its own
 random generator), so (a)-(c) time the operation: build, submit, compute, and bring the
@@ -19,7 +20,6 @@ mars_dask/dask ratio.
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import time
 
@@ -29,6 +29,7 @@ from distributed import Client, LocalCluster, wait
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 import mars_dask.tensor as mt
+from _common import alternate, n_tasks, print_table, settle
 
 
 class GraphAccepted(SchedulerPlugin):
@@ -41,25 +42,6 @@ class GraphAccepted(SchedulerPlugin):
 
     def update_graph(self, scheduler, **kwargs):
         self.times.append(time.time())
-
-
-def n_tasks(client) -> int:
-    return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
-
-
-def settle(client, baseline: int, timeout: float = 120) -> None:
-    """Wait until the scheduler has forgotten everything but the persisted inputs, so that
-    the next run recomputes (keys are deterministic in both systems)."""
-    gc.collect()
-    deadline = time.monotonic() + timeout
-    while n_tasks(client) > baseline and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def bench_ops(client, n, chunk, n_mm, reps):
@@ -87,13 +69,8 @@ def bench_ops(client, n, chunk, n_mm, reps):
     }
     rows = []
     for name, (fm, fd) in cases.items():
-        tm, td = [], []
-        for _ in range(reps):
-            tm.append(timed(fm))
-            settle(client, baseline)
-            td.append(timed(fd))
-            settle(client, baseline)
-        rows.append((name, statistics.median(tm), statistics.median(td)))
+        tm, td = alternate(client, baseline, reps, fm, fd)
+        rows.append((name, tm, td, "<= 1.10"))
     del xm, xd, xm_mm, xd_mm
     settle(client, 0)
     return rows
@@ -124,7 +101,7 @@ def bench_submit(client, shape, chunk, reps):
         td.append(run(lambda: (da.ones(shape, chunks=chunk) + 1) * 2))
     client.unregister_scheduler_plugin(GraphAccepted.name)
     nchunks = int(np.prod([-(-s // c) for s, c in zip(shape, chunk)]))
-    return [(f"(d) build+submit {nchunks:,}-chunk graph", statistics.median(tm), statistics.median(td))]
+    return [(f"(d) build+submit {nchunks:,}-chunk graph", statistics.median(tm), statistics.median(td), "<= 1.50")]
 
 
 def main(argv=None):
@@ -140,13 +117,10 @@ def main(argv=None):
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", host="127.0.0.1") as cluster, Client(cluster) as client:
         rows = bench_ops(client, n, chunk, n_mm, reps)
+    with LocalCluster(n_workers=0, dashboard_address=":0", host="127.0.0.1") as cluster, Client(cluster) as client:
         rows += bench_submit(client, shape, sub_chunk, sub_reps)
 
-    print()
-    print(f"{'benchmark':42s} {'mars_dask s':>12s} {'dask s':>10s} {'ratio':>7s}  target")
-    for name, m, d in rows:
-        target = "<= 1.50" if name.startswith("(d)") else "<= 1.10"
-        print(f"{name:42s} {m:12.3f} {d:10.3f} {m / d:7.2f}  {target}")
+    print_table(rows)
     return rows
 
 

@@ -11,3 +11,34 @@ class TilingError(MarsDaskError):
 
 class NotExecutedError(MarsDaskError, ValueError):
     """``fetch()`` on a tileable that has not been executed."""
+
+
+class StoreError(MarsDaskError):
+    """The node-local result store (mars_dask.spill) could not store or load a value."""
+
+
+class StoreCorruptError(StoreError):
+    """A store file is incomplete or not a store file (e.g. a write torn by a killed process)."""
+
+
+class MarsOutOfMemoryError(MarsDaskError):
+    """A task killed its worker process by exhausting memory while running alone (with the
+    whole memory quota), so retrying cannot help. Names the task, its tileable, the memory
+    estimate it was admitted with and what the process used when it died."""
+
+    def __init__(self, key, tileable=None, estimate=None, used=None, memory_limit=None, worker=None):
+        super().__init__(key, tileable, estimate, used, memory_limit, worker)
+        self.key, self.tileable, self.estimate = key, tileable, estimate
+        self.used, self.memory_limit, self.worker = used, memory_limit, worker
+
+    def __str__(self) -> str:
+        from dask.utils import format_bytes
+
+        def fb(n):
+            return "unknown" if n is None else format_bytes(int(n))
+
+        return (
+            f"task {self.key!r} of tileable {self.tileable!r} ran out of memory while running "
+            f"alone: estimated {fb(self.estimate)}, its worker process {self.worker!r} used "
+            f"{fb(self.used)} of a {fb(self.memory_limit)} limit when it died"
+        )

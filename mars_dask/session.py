@@ -42,9 +42,14 @@ def start_embedded_cluster() -> Client:
                 v = config.get(f"embedded.{opt}")
                 if v is not None:
                     kwargs[kw] = v
+            # the same installation as the CLI: --preload mars_dask on the scheduler and
+            # the workers, --preload-nanny mars_dask (MarsStore + exit monitor)
             cluster = LocalCluster(
                 memory_limit=config.get("embedded.memory-limit"),
                 dashboard_address=config.get("embedded.dashboard-address"),
+                scheduler_kwargs={"preload": ["mars_dask"]},
+                preload=["mars_dask"],
+                preload_nanny=["mars_dask"],
                 **kwargs,
             )
             client = Client(cluster, set_as_default=True)

@@ -156,3 +156,180 @@ def from_pandas_like(cls, data=None, index=None, columns=None, dtype=None, copy=
         obj = data if isinstance(data, pd.Index) and dtype is None and name is None else pd.Index(data, dtype=dtype, name=name)
     return from_pandas(obj, chunk_size=chunk_size)
 
+
+
+# ---- date_range ------------------------------------------------------------------------
+
+
+def _dr_regular(first, count, freq, tz, name, unit):
+    """Chunk of a fixed-step range: ``count`` stamps from ``first`` (pandas generates it)."""
+    if count == 0:
+        return pd.DatetimeIndex([], dtype=_dt_dtype(tz, unit), name=name, freq=freq)
+    return pd.date_range(start=first, periods=count, freq=freq, tz=tz if first.tzinfo is None else None, name=name, unit=unit)
+
+
+def _dr_between(first, last, freq, name, unit):
+    """Chunk of a calendar range: the stamps from ``first`` to ``last`` (both on offset)."""
+    return pd.date_range(start=first, end=last, freq=freq, name=name, unit=unit)
+
+
+def _dr_linspace(s_i8, span, periods, lo, hi, tz, name, unit):
+    """Positions ``[lo, hi)`` of ``numpy.linspace(0, span, periods, dtype=int64) + s_i8``
+    (numpy's own arithmetic, so the values are identical), as pandas' freq=None range."""
+    if span == 0 or periods <= 1:
+        y = np.zeros(hi - lo)
+    else:
+        y = np.arange(lo, hi, dtype=np.float64) * (span / (periods - 1))
+    if hi == periods and periods > 1 and hi > lo:
+        y[-1] = span
+    i8 = np.floor(y).astype(np.int64) + s_i8
+    idx = pd.DatetimeIndex(i8.view(f"M8[{unit}]"), name=name)
+    return idx.tz_localize("UTC").tz_convert(tz) if tz is not None else idx
+
+
+def _dt_dtype(tz, unit):
+    return pd.DatetimeTZDtype(unit=unit, tz=tz) if tz is not None else np.dtype(f"M8[{unit}]")
+
+
+class DateRange(DataFrameOperand):
+    """``md.date_range``: each chunk generates its own stamps from its first one (or first
+    and last), so no data travels in the graph."""
+
+    _op_name = "date-range"
+
+    def __init__(self, specs):
+        super().__init__([], specs=specs)
+
+    def tile(self):
+        chunks = []
+        for i, (n, func, args) in enumerate(self.specs):
+            chunks.append(self.new_chunk(i, n, func, args))
+        return [(chunks, (tuple(s[0] for s in self.specs),))]
+
+
+def date_range(start=None, end=None, periods=None, freq=None, tz=None, normalize=False, name=None,
+               inclusive="both", *, unit=None, chunk_size=None, **kwargs):
+    """A DatetimeIndex as ``pandas.date_range`` makes it, cut into chunks of ``chunk_size``.
+
+    Fixed frequencies (``s``, ``h``, ``D``...) and ``freq=None`` (evenly spaced) are computed
+    chunk by chunk from their position alone; calendar frequencies (``ME``, ``B``, ``W``...)
+    are enumerated once on the client (they are short) and each chunk regenerates its part
+    from its first and last stamps.
+    """
+    from pandas._libs.tslibs.offsets import Day, Tick
+    from pandas.tseries.frequencies import to_offset
+
+    if kwargs:
+        raise TypeError(f"date_range() got unexpected keyword arguments {sorted(kwargs)}")
+    if freq is None and any(x is None for x in (start, end, periods)):
+        freq = "D"
+    given = sum(x is not None for x in (start, end, periods, freq))
+    if given != 3:
+        raise ValueError("Of the four parameters: start, end, periods, and freq, exactly three must be specified")
+    if periods is not None:
+        if not isinstance(periods, numbers.Integral) or isinstance(periods, bool):
+            raise TypeError(f"periods must be an integer, got {periods!r}")
+        if periods < 0:
+            raise ValueError(f"Number of samples, {periods}, must be non-negative.")
+        periods = int(periods)
+    if inclusive not in ("both", "neither", "left", "right"):
+        raise ValueError("Inclusive has to be either 'both', 'neither', 'left' or 'right'")
+    left_in, right_in = inclusive in ("both", "left"), inclusive in ("both", "right")
+    common = dict(tz=tz, normalize=normalize, unit=unit)
+    off = to_offset(freq) if freq is not None else None
+
+    def probe(point):  # the localized / normalized endpoint as pandas resolves it
+        return pd.date_range(start=point, periods=1, freq=off if off is not None else "D", **common)[0]
+
+    specs = []  # (n, func, args) per chunk
+    if off is not None and isinstance(off, (Tick, Day)) and off.n > 0:
+        s = probe(start) if start is not None else None
+        e = probe(end) if end is not None else None
+        ref = s if s is not None else e
+        out_tz, out_unit = ref.tz, ref.unit
+        day = isinstance(off, Day)
+        td = pd.Timedelta(days=off.n) if day else pd.Timedelta(off)
+        gen = (lambda x: x.tz_localize(None) if (day and x is not None and x.tzinfo is not None) else x)
+        gs, ge = gen(s), gen(e)
+        if periods is None:
+            n = (ge - gs) // td + 1 if ge >= gs else 0
+            first = gs
+        elif gs is not None:
+            n, first = periods, gs
+        else:
+            n, first = periods, ge - (periods - 1) * td
+        lo, hi = 0, n
+        if s is not None and e is not None and s == e:
+            if not (left_in and right_in):
+                lo, hi = 1, max(1, n - 1)
+        else:
+            if not left_in and n:
+                lo = 1
+            last_is_end = e is None or (n and first + (n - 1) * td == ge)
+            if not right_in and n and last_is_end and hi > lo:
+                hi = n - 1
+        n_out = max(0, hi - lo)
+        meta = pd.DatetimeIndex([], dtype=_dt_dtype(out_tz, out_unit), name=name)
+        sizes = row_chunks(n_out, chunk_size, meta)
+        pos = lo
+        for k in sizes:
+            specs.append((k, _dr_regular, (first + pos * td, k, off, out_tz, name, out_unit)))
+            pos += k
+    elif off is None:
+        ends = pd.date_range(start=start, end=end, periods=2, **common)
+        s, e = ends[0], ends[-1]
+        out_tz, out_unit = s.tz, s.unit
+        span = e._value - s._value
+        lo, hi = 0, periods
+        if s == e:
+            if not (left_in and right_in):
+                lo, hi = 1, max(1, periods - 1)
+        else:
+            if not left_in and periods:
+                lo = 1
+            if not right_in and hi > lo:
+                hi = periods - 1
+        n_out = max(0, hi - lo)
+        meta = pd.DatetimeIndex([], dtype=_dt_dtype(out_tz, out_unit), name=name)
+        sizes = row_chunks(n_out, chunk_size, meta)
+        pos = lo
+        for k in sizes:
+            specs.append((k, _dr_linspace, (s._value, span, periods, pos, pos + k, out_tz, name, out_unit)))
+            pos += k
+    else:
+        full = pd.date_range(start=start, end=end, periods=periods, freq=off, name=name, inclusive=inclusive, **common)
+        meta = full[:0]
+        sizes = row_chunks(len(full), chunk_size, meta)
+        pos = 0
+        for k in sizes:
+            if k == 0:
+                specs.append((0, _identity, (meta,)))
+            else:
+                specs.append((k, _dr_between, (full[pos], full[pos + k - 1], off, name, full.unit)))
+            pos += k
+    nrows = sum(s[0] for s in specs)
+    key = new_key("date-range", start, end, periods, str(off), tz, normalize, name, inclusive, unit, tuple(s[0] for s in specs))
+    op = DateRange(specs)
+    return op.new_output(meta, nrows, key=key)
+
+
+# ---- DataFrame.from_dict / from_records ----------------------------------------------------
+
+
+def _from_dict(cls, data, orient="columns", dtype=None, columns=None, *, chunk_size=None):
+    """``md.DataFrame.from_dict``: pandas' ``DataFrame.from_dict``, then cut into chunks."""
+    return from_pandas(pd.DataFrame.from_dict(data, orient=orient, dtype=dtype, columns=columns), chunk_size=chunk_size)
+
+
+def _from_records(cls, data, index=None, exclude=None, columns=None, coerce_float=False, nrows=None, *, chunk_size=None):
+    """``md.DataFrame.from_records``: pandas' ``DataFrame.from_records``, then cut into chunks."""
+    return from_pandas(
+        pd.DataFrame.from_records(data, index=index, exclude=exclude, columns=columns, coerce_float=coerce_float, nrows=nrows),
+        chunk_size=chunk_size,
+    )
+
+
+DataFrame.from_dict = classmethod(_from_dict)
+DataFrame.from_records = classmethod(_from_records)
+
+__all__ += ["date_range", "from_pandas"]

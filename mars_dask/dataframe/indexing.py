@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..tiling.tileable import Tileable
@@ -51,21 +52,66 @@ def _setitem_kernel(df, key, value):
     return df
 
 
+def _setitem_whole(df, whole, key):
+    """``df[key] = whole`` where ``whole`` holds all rows of a differently indexed Series:
+    pandas reindexes it to ``df``'s labels."""
+    df = df.copy(deep=False)
+    df[key] = whole
+    return df
+
+
 def setitem(df: DataFrame, key, value) -> None:
     """``df[key] = value``: the handle now points at a new tileable (Mars semantics), with
-    a scalar, an aligned Series/DataFrame, or a list/array of the frame's length."""
-    if isinstance(value, Tileable) and not is_pandas_tileable(value):
-        from ..tensor.core import Tensor
+    a scalar, an aligned Series/DataFrame, a Series with other labels or partitioning
+    (re-cut when the labels are equal, otherwise passed whole to every chunk, which pandas
+    reindexes to the chunk's labels), or a list/array/tensor of the frame's length
+    (positional)."""
+    from ..tensor.core import Tensor
+    from .arithmetic import _recut_like, known_labels, positional_like
 
-        if isinstance(value, Tensor):
-            from .datasource import from_tensor
-
-            value = from_tensor(value, "series" if value.ndim == 1 else "frame")
-    if is_pandas_tileable(value) and not aligned(df, value):
-        from .arithmetic import align
-
-        df_al, value = align(df, value)
-        new = map_rows(_setitem_kernel, df_al, key, value, name="setitem")
+    if isinstance(key, (list, tuple, pd.Index)) and not (isinstance(key, tuple) and key in df.columns):
+        keys = list(key)
     else:
-        new = map_rows(_setitem_kernel, df, key, value, name="setitem")
+        keys = [key]
+    if isinstance(value, Tensor):
+        value = positional_like(df, value)
+    elif isinstance(value, Tileable) and not is_pandas_tileable(value):
+        raise TypeError(f"cannot assign a {type(value).__name__}")
+    elif isinstance(value, (list, np.ndarray, pd.api.extensions.ExtensionArray, range)) or (
+        isinstance(value, tuple) and len(keys) == 1
+    ):
+        arr = np.asarray(value) if not isinstance(value, pd.api.extensions.ExtensionArray) else value
+        if arr.ndim == 0:
+            value = arr.item()
+        elif arr.ndim == 2 and len(keys) > 1:
+            if arr.shape[1] != len(keys):
+                raise ValueError("Columns must be same length as key")
+            value = _positional_frame(df, arr, keys)
+        else:
+            value = positional_like(df, value)
+    if is_pandas_tileable(value) and not aligned(df, value):
+        ll, lv = known_labels(df.data), known_labels(value.data)
+        if ll is not None and lv is not None and ll.equals(lv):
+            value = _recut_like(value, df, index_key=df.data.index_key)
+        else:
+            from .methods import broadcast_map
+
+            meta = _setitem_kernel(df.data.meta, key, value.data.meta)
+            new = broadcast_map(_setitem_whole, df, value, key, meta=meta)
+            df.data = new.data
+            return
+    new = map_rows(_setitem_kernel, df, key, value, name="setitem")
     df.data = new.data
+
+
+def _positional_frame(df, arr, keys):
+    from .arithmetic import _recut_like
+    from .datasource import from_pandas
+
+    local = pd.DataFrame(arr, columns=keys)
+    v = from_pandas(local, chunk_size=max(1, len(local)))
+    n = df.shape[0]
+    if n == n and len(local) != n:
+        raise ValueError(f"Length of values ({len(local)}) does not match length of index ({int(n)})")
+    meta = v.data.meta.set_axis(df.data.meta.index, axis=0)
+    return _recut_like(v, df, index_key=df.data.index_key, meta=meta, adopt=True)

@@ -1,3 +1,724 @@
-"""(placeholder: being written)"""
+"""Reductions of DataFrames and Series (``sum count mean min max std var sem prod any all
+nunique median quantile describe``) and the tree-reduction operand the other row-wise
+aggregations (value_counts, unique, drop_duplicates, nlargest, ...) share.
 
-__all__: list[str] = []
+Tree reduction, as Mars (and ``mars_dask.tensor.reduction``): every row chunk is reduced on
+its own to a small *partial*, groups of ``tensor.combine-size`` partials are *combined*
+level by level, and the last group is *finished* into the result (one chunk).  A
+:class:`Reducer` says what a partial is:
+
+- ``sum prod min max any all count``: a one-row frame holding each column's reduction made
+  by pandas itself on the one-column frame (so every column keeps pandas' result dtype,
+  extension dtypes included), re-reduced by the same pandas function (``count``: ``sum``);
+  ``sum``/``prod`` carry the non-null counts too for ``min_count``;
+- ``mean``: ``(count, sum)``; ``var std sem``: ``(count, mean, M2)`` per column, combined
+  with Chan et al.'s parallel formula (as the tensor reductions);
+- ``nunique``: each column's distinct values;
+- ``median``/``quantile`` (exact) and ``mean`` of datetime columns: the selected columns
+  themselves, concatenated by the tree and reduced by pandas in the finish step (one
+  column-subset gathered on one worker; exact, memory = those columns).
+
+Empty chunks (after filters) give no partial; when every chunk is empty, the finish step
+runs pandas on the empty ``meta`` so the result is pandas' own (``NaN`` for ``min``...).
+``axis=1`` reductions are row-wise and blockwise (``map_rows``).  Series reductions return a
+0-d tensor handle whose ``fetch()`` is pandas' scalar (``numpy.int64``, ``Timestamp``...).
+
+Output metadata comes from running pandas on a non-empty stand-in (or on the empty meta when
+the input is known to be empty), so pandas' TypeErrors (``mean`` of strings, ``min`` of an
+unordered categorical...) are raised at build time.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from dask.base import tokenize
+from dask.dataframe.utils import meta_nonempty
+
+from .. import config
+from ..tensor.core import Tensor, TensorData
+from ..tiling.core import Chunk
+from .core import DataFrame, DataFrameOperand, Series, frame_nsplits, nan, register_method
+from .map import map_rows
+
+__all__ = ["unique"]
+
+
+# ---- the scalar handle -----------------------------------------------------------------
+
+
+class ScalarResult(Tensor):
+    """A 0-d tensor whose value is a pandas scalar (``Series.sum()`` and friends); also the
+    handle of ``Series.unique()`` (1-d, one chunk).  ``fetch()`` returns exactly what pandas
+    returns (``numpy.int64``, ``str``, ``Timestamp``, an array for ``unique``)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _assemble_meta(data):
+        return None
+
+    @staticmethod
+    def _assemble(meta, parts: list):
+        return parts[0]
+
+
+def _np_dtype(value) -> np.dtype:
+    dt = getattr(value, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt
+    try:
+        dt = np.asarray(value).dtype
+    except Exception:
+        return np.dtype(object)
+    return dt if dt.kind not in "OSU" else np.dtype(object)
+
+
+# ---- reducers ------------------------------------------------------------------------------
+
+
+class Reducer:
+    """Three steps of one tree reduction: ``map(chunk) -> partial or None``,
+    ``combine(partials) -> partial or None``, ``finish(partials) -> result``."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __dask_tokenize__(self):
+        return (type(self).__name__, tokenize(sorted(self.__dict__.items(), key=lambda kv: kv[0])))
+
+    def map(self, x):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def combine(self, parts):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finish(self, parts):
+        return self.combine(parts)
+
+
+def _quiet(func):
+    def wrapper(*args, **kwargs):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return func(*args, **kwargs)
+
+    wrapper.__name__ = func.__name__
+    wrapper.__qualname__ = func.__qualname__
+    wrapper.__module__ = func.__module__
+    return wrapper
+
+
+@_quiet
+def _map_kernel(x, red):
+    return red.map(x)
+
+
+@_quiet
+def _combine_kernel(parts, red):
+    return red.combine(parts)
+
+
+@_quiet
+def _finish_kernel(parts, red):
+    return red.finish(parts)
+
+
+def _keep1(df: pd.DataFrame, name: str, kw: dict) -> pd.DataFrame:
+    """A one-row frame (columns by position) of each column's ``name`` reduction, made by
+    pandas on the one-column frame so the per-column result dtype is pandas' own."""
+    cols = {j: getattr(df.iloc[:, [j]], name)(**kw).reset_index(drop=True) for j in range(df.shape[1])}
+    if not cols:
+        return pd.DataFrame(index=pd.RangeIndex(1))
+    return pd.DataFrame(cols)
+
+
+def _as_frame(x):
+    return x.to_frame() if isinstance(x, pd.Series) else x
+
+
+def _result_series(values, labels, dtype):
+    try:
+        return pd.Series(values, index=labels, dtype=dtype)
+    except (TypeError, ValueError):
+        return pd.Series(values, index=labels)
+
+
+class _ColumnReducer(Reducer):
+    """Base of per-column reducers.  ``cols``: column positions to reduce (None: all);
+    ``series``: the input is a Series and the result a scalar; ``empty``: the empty input
+    (selected columns) used when every chunk is empty; ``labels``/``dtype``: the result."""
+
+    def prep(self, x):
+        x = _as_frame(x)
+        if self.cols is not None:
+            x = x.iloc[:, list(self.cols)]
+        return x
+
+    def finish(self, parts):
+        p = self.combine(parts)
+        if p is None:
+            return getattr(self.empty, self.name)(**self.user_kw)
+        values = self.values(p)
+        if self.series:
+            return values[0]
+        return _result_series(values, self.labels, self.dtype)
+
+
+class SimpleReducer(_ColumnReducer):
+    """``sum prod min max any all count``."""
+
+    _COMBINE = {"count": "sum"}
+
+    def map(self, x):
+        x = self.prep(x)
+        if len(x) == 0:
+            return None
+        v = _keep1(x, self.name, self.kw)
+        n = x.count().to_numpy() if self.min_count else None
+        return v, n
+
+    def combine(self, parts):
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        v = pd.concat([p[0] for p in parts], ignore_index=True)
+        name = self._COMBINE.get(self.name, self.name)
+        kw = {} if self.name == "count" else self.kw
+        n = sum(p[1] for p in parts) if self.min_count else None
+        return _keep1(v, name, kw), n
+
+    def values(self, p):
+        v, n = p
+        vals = [v.iloc[0, j] for j in range(v.shape[1])]
+        if self.min_count:
+            vals = [np.nan if c < self.min_count else val for val, c in zip(vals, n)]
+        return vals
+
+
+def _float_values(col: pd.Series) -> np.ndarray:
+    return col.to_numpy(dtype="float64", na_value=np.nan)
+
+
+class MomentReducer(_ColumnReducer):
+    """``mean`` (partial ``(n, sum)``) and ``var std sem`` (partial ``(n, mean, M2)``)."""
+
+    def map(self, x):
+        x = self.prep(x)
+        if len(x) == 0:
+            return None
+        a = np.column_stack([_float_values(x.iloc[:, j]) for j in range(x.shape[1])]) if x.shape[1] else np.empty((len(x), 0))
+        if self.skipna:
+            mask = np.isnan(a)
+            n = (~mask).sum(axis=0).astype(np.float64)
+            a = np.where(mask, 0.0, a)
+        else:
+            mask = None
+            n = np.full(a.shape[1], float(len(a)))
+        s = a.sum(axis=0)
+        if self.name == "mean":
+            return n, s
+        mu = s / n
+        d = a - mu
+        if mask is not None:
+            d = np.where(mask, 0.0, d)
+        return n, mu, (d * d).sum(axis=0)
+
+    def combine(self, parts):
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return None
+        acc = parts[0]
+        for b in parts[1:]:
+            if self.name == "mean":
+                acc = (acc[0] + b[0], acc[1] + b[1])
+                continue
+            na, mua, m2a = acc
+            nb, mub, m2b = b
+            n = na + nb
+            w = nb / np.maximum(n, 1)
+            delta = mub - mua
+            mu = np.where(na == 0, mub, np.where(nb == 0, mua, mua + delta * w))
+            m2 = m2a + m2b + np.where((na == 0) | (nb == 0), 0.0, delta * delta * na * w)
+            acc = (n, mu, m2)
+        return acc
+
+    def values(self, p):
+        if self.name == "mean":
+            n, s = p
+            res = np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
+        else:
+            n, _, m2 = p
+            dof = n - self.ddof
+            res = np.where(dof > 0, m2 / np.where(dof > 0, dof, 1), np.nan)
+            if self.name == "std":
+                res = np.sqrt(res)
+            elif self.name == "sem":
+                res = np.where(n > 0, np.sqrt(res) / np.sqrt(np.where(n > 0, n, 1)), np.nan)
+        return [np.float64(v) for v in res]
+
+
+class NuniqueReducer(_ColumnReducer):
+    """``nunique``: each column's distinct values, tree-combined."""
+
+    def map(self, x):
+        x = self.prep(x)
+        return [x.iloc[:, j].drop_duplicates() for j in range(x.shape[1])]
+
+    def combine(self, parts):
+        if len(parts) == 1:
+            return parts[0]
+        return [pd.concat([p[j] for p in parts], ignore_index=True).drop_duplicates() for j in range(len(parts[0]))]
+
+    def finish(self, parts):
+        p = self.combine(parts)
+        vals = [int(s.nunique(dropna=self.dropna)) for s in p]
+        if self.series:
+            return vals[0]
+        return _result_series(vals, self.labels, self.dtype)
+
+
+class GatherReducer(Reducer):
+    """The selected columns concatenated by the tree; pandas reduces them at the end
+    (exact ``median``/``quantile``; ``mean`` of datetimes).  ``func(obj, *args, **kw)``."""
+
+    def map(self, x):
+        if self.cols is not None:
+            x = x.iloc[:, list(self.cols)]
+        return x
+
+    def combine(self, parts):
+        parts = [p for p in parts]
+        nonempty = [p for p in parts if len(p)]
+        if not nonempty:
+            return parts[0]
+        return nonempty[0] if len(nonempty) == 1 else pd.concat(nonempty)
+
+    def finish(self, parts):
+        return self.func(self.combine(parts), *self.args, **self.kw)
+
+
+# ---- the tree operand -----------------------------------------------------------------------
+
+
+def combine_size() -> int:
+    n = config.get("tensor.combine-size", 4)
+    return max(int(n), 2)
+
+
+class TreeReduce(DataFrameOperand):
+    """Tree reduction of one DataFrame/Series/Index with ``reducer`` into one chunk: a
+    DataFrame/Series (``kind="pandas"``, ``meta`` given) or a scalar/array (``kind="scalar"``)."""
+
+    _op_name = "df-reduce"
+
+    def tile(self):
+        (x,) = self.inputs
+        red = self.reducer
+        okey = self.output_key()
+        parts = []
+        for i, c in enumerate(x.chunks):
+            parts.append(Chunk((f"{okey}-map", i), (i,), (nan,), _map_kernel, (c, red), inputs=[c]))
+        size = combine_size()
+        level = 0
+        while len(parts) > size:
+            new = []
+            for j in range(0, len(parts), size):
+                group = parts[j : j + size]
+                new.append(Chunk((f"{okey}-combine{level}", j // size), (j // size,), (nan,), _combine_kernel, (group, red), inputs=group))
+            parts, level = new, level + 1
+        out = self.output
+        if self.kind == "scalar":
+            shape = out.shape if out is not None else ()
+            idx = (0,) * len(shape)
+            chunk = Chunk((okey, *idx), idx, shape, _finish_kernel, (parts, red), inputs=parts)
+            return [([chunk], tuple((s,) for s in shape))]
+        meta = out.meta
+        nrows = self.nrows
+        chunk = self.new_chunk(0, nrows, _finish_kernel, (parts, red), inputs=parts, meta=meta)
+        return [([chunk], frame_nsplits(meta, (nrows,)))]
+
+
+def tree_reduce(obj, reducer, meta=None, nrows=nan, *, scalar_dtype=None, scalar_shape=(), name="df-reduce"):
+    """Reduce ``obj`` with ``reducer``; returns a Series/DataFrame with ``meta`` (one chunk,
+    ``nrows`` rows) or, when ``meta`` is None, a :class:`ScalarResult` of ``scalar_dtype``."""
+    if meta is None:
+        op = TreeReduce([obj.data], reducer=reducer, kind="scalar", nrows=None)
+        op._op_name = name
+        data = TensorData(op, tuple(scalar_shape), scalar_dtype if scalar_dtype is not None else np.dtype(object), op.make_key())
+        op.add_output(data)
+        return ScalarResult(data)
+    if isinstance(nrows, float) and math.isnan(nrows):
+        nrows = nan
+    op = TreeReduce([obj.data], reducer=reducer, kind="pandas", nrows=nrows)
+    op._op_name = name
+    return op.new_output(meta, nrows)
+
+
+# ---- build-time helpers ---------------------------------------------------------------------
+
+
+def _known_empty(obj) -> bool:
+    n = obj.shape[0]
+    return not (isinstance(n, float) and math.isnan(n)) and n == 0
+
+
+def _probe(obj, func, one_row=False):
+    """``func`` on a stand-in of ``obj``'s meta (non-empty, or the real empty meta when the
+    input is known to be empty): raises pandas' own errors at build time.  ``one_row``: only
+    the stand-in's first row (no missing values: pandas' quantile dtypes depend on them)."""
+    meta = obj.data.meta
+    stand_in = meta if _known_empty(obj) else meta_nonempty(meta)
+    if one_row and not _known_empty(obj):
+        stand_in = stand_in.iloc[:1]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return func(stand_in)
+
+
+def _check_axis(axis, allow_none=False) -> int | None:
+    if axis is None and allow_none:
+        return None
+    if axis in (0, "index", "rows", None):
+        return 0
+    if axis in (1, "columns"):
+        return 1
+    raise ValueError(f"No axis named {axis!r} for object type DataFrame")
+
+
+def _axis1_kernel(df, name, args, kw):
+    return getattr(df, name)(*args, axis=1, **kw)
+
+
+def _numeric_positions(meta: pd.DataFrame) -> list[int]:
+    return [i for i, dt in enumerate(meta.dtypes) if pd.api.types.is_numeric_dtype(dt)]
+
+
+def _selected(meta: pd.DataFrame, numeric_only: bool):
+    if not numeric_only:
+        return None, meta.columns
+    pos = _numeric_positions(meta)
+    return pos, meta.columns[pos]
+
+
+def _validate_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f'For argument "{name}" expected type bool, received type {type(value).__name__}.')
+
+
+def _reduce(obj, name, axis=0, skipna=True, numeric_only=False, **kw):
+    """Build ``obj.<name>(axis=..., skipna=..., numeric_only=..., **kw)``."""
+    is_frame = isinstance(obj, DataFrame)
+    if name not in ("count", "nunique"):
+        _validate_bool("skipna", skipna)
+    _validate_bool("numeric_only", numeric_only)
+    user_kw = dict(kw)
+    if name not in ("count", "nunique"):
+        user_kw["skipna"] = skipna
+    if name != "nunique" and (is_frame or name != "count"):
+        user_kw["numeric_only"] = numeric_only
+    if is_frame:
+        axis = _check_axis(axis)
+    elif axis not in (0, "index", None):
+        raise ValueError(f"No axis named {axis!r} for object type Series")
+    else:
+        axis = 0
+    if axis == 1:
+        meta_res = _probe(obj, lambda m: getattr(m, name)(axis=1, **user_kw))
+        return map_rows(_axis1_kernel, obj, name, (), user_kw, meta=meta_res.iloc[:0], name=f"{name}-rows")
+    res = _probe(obj, lambda m: getattr(m, name)(**user_kw), one_row=name == "median")
+    meta = obj.data.meta
+    if is_frame:
+        cols, labels = _selected(meta, numeric_only)
+        empty = meta if cols is None else meta.iloc[:, cols]
+        series_kw = {k: v for k, v in user_kw.items() if k != "numeric_only"}
+        common = dict(cols=cols, series=False, empty=empty, labels=labels, dtype=res.dtype, user_kw=series_kw, name=name)
+    else:
+        if numeric_only and not pd.api.types.is_numeric_dtype(meta.dtype):
+            raise TypeError(f"Series.{name} does not allow numeric_only=True with non-numeric dtypes.")
+        series_kw = {k: v for k, v in user_kw.items() if k != "numeric_only"}
+        common = dict(cols=None, series=True, empty=meta, labels=None, dtype=None, user_kw=series_kw, name=name)
+    src = empty if is_frame else meta
+    dtypes = list(src.dtypes) if is_frame else [src.dtype]
+    if name in ("sum", "prod", "min", "max", "any", "all", "count"):
+        kw2 = {k: v for k, v in series_kw.items() if k != "min_count"}
+        if name in ("sum", "prod"):
+            kw2["min_count"] = 0
+        red = SimpleReducer(kw=kw2, min_count=series_kw.get("min_count", 0), **common)
+    elif name == "nunique":
+        red = NuniqueReducer(dropna=kw.get("dropna", True), **common)
+    elif name in ("mean", "var", "std", "sem") and not any(
+        pd.api.types.is_datetime64_any_dtype(d) or pd.api.types.is_timedelta64_dtype(d) for d in dtypes
+    ):
+        red = MomentReducer(skipna=skipna, ddof=kw.get("ddof", 1), **common)
+    else:
+        gather_kw = series_kw if not is_frame else user_kw
+        red = GatherReducer(cols=None, func=_call_method, args=(name,), kw=gather_kw)
+    if is_frame:
+        return tree_reduce(obj, red, res.iloc[:0], len(res), name=name)
+    return tree_reduce(obj, red, scalar_dtype=_np_dtype(res), name=name)
+
+
+def _call_method(obj, name, **kw):
+    return getattr(obj, name)(**kw)
+
+
+# ---- the methods -------------------------------------------------------------------------
+
+
+def _make(name, has_min_count=False, has_ddof=False):
+    if has_min_count:
+        def method(self, axis=0, skipna=True, numeric_only=False, min_count=0):
+            if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, bool):
+                raise TypeError(f"min_count must be an int, got {min_count!r}")
+            return _reduce(self, name, axis, skipna, numeric_only, min_count=int(min_count))
+    elif has_ddof:
+        def method(self, axis=0, skipna=True, ddof=1, numeric_only=False):
+            if not isinstance(ddof, (int, np.integer, float, np.floating)) or isinstance(ddof, bool):
+                raise TypeError(f"ddof must be a number, got {ddof!r}")
+            return _reduce(self, name, axis, skipna, numeric_only, ddof=ddof)
+    else:
+        def method(self, axis=0, skipna=True, numeric_only=False):
+            return _reduce(self, name, axis, skipna, numeric_only)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"pandas' ``{name}`` as a tree reduction over the row chunks (``axis=1``: row-wise)."
+    return method
+
+
+for _n in ("sum", "prod"):
+    register_method(DataFrame, Series, name=_n)(_make(_n, has_min_count=True))
+for _n in ("min", "max", "mean", "median"):
+    register_method(DataFrame, Series, name=_n)(_make(_n))
+for _n in ("var", "std", "sem"):
+    register_method(DataFrame, Series, name=_n)(_make(_n, has_ddof=True))
+register_method(DataFrame, Series, name="product")(_make("prod", has_min_count=True))
+
+
+def _any_all(name):
+    def method(self, axis=0, bool_only=False, skipna=True):
+        _validate_bool("bool_only", bool_only)
+        if isinstance(self, DataFrame) and bool_only:
+            pos = [i for i, dt in enumerate(self.dtypes) if pd.api.types.is_bool_dtype(dt)]
+            self = self.iloc[:, pos]
+        elif bool_only and not pd.api.types.is_bool_dtype(self.dtype):
+            raise TypeError(f"Series.{name} does not allow bool_only=True with non-bool dtypes.")
+        return _reduce_anyall(self, name, axis, skipna)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _reduce_anyall(obj, name, axis, skipna):
+    # pandas' any/all take no numeric_only
+    _validate_bool("skipna", skipna)
+    is_frame = isinstance(obj, DataFrame)
+    axis = _check_axis(axis) if is_frame else 0
+    kw = {"skipna": skipna}
+    if axis == 1:
+        meta_res = _probe(obj, lambda m: getattr(m, name)(axis=1, **kw))
+        return map_rows(_axis1_kernel, obj, name, (), kw, meta=meta_res.iloc[:0], name=f"{name}-rows")
+    res = _probe(obj, lambda m: getattr(m, name)(**kw))
+    meta = obj.data.meta
+    common = dict(cols=None, series=not is_frame, empty=meta, labels=meta.columns if is_frame else None,
+                  dtype=res.dtype if is_frame else None, user_kw=kw, name=name)
+    red = SimpleReducer(kw=kw, min_count=0, **common)
+    if is_frame:
+        return tree_reduce(obj, red, res.iloc[:0], len(res), name=name)
+    return tree_reduce(obj, red, scalar_dtype=np.dtype(bool), name=name)
+
+
+register_method(DataFrame, Series, name="any")(_any_all("any"))
+register_method(DataFrame, Series, name="all")(_any_all("all"))
+
+
+@register_method(DataFrame)
+def count(self, axis=0, numeric_only=False):
+    """Non-null values per column (``axis=1``: per row)."""
+    return _reduce(self, "count", axis, True, numeric_only)
+
+
+def _series_count(self):
+    """Non-null values of the Series."""
+    return _reduce(self, "count", 0, True, False)
+
+
+Series.count = _series_count
+
+
+@register_method(DataFrame)
+def nunique(self, axis=0, dropna=True):
+    """Distinct values per column (tree of per-chunk distinct values)."""
+    _validate_bool("dropna", dropna)
+    axis = _check_axis(axis)
+    if axis == 1:
+        res = _probe(self, lambda m: m.nunique(axis=1, dropna=dropna))
+        return map_rows(_axis1_kernel, self, "nunique", (), {"dropna": dropna}, meta=res.iloc[:0], name="nunique-rows")
+    return _reduce(self, "nunique", 0, True, False, dropna=dropna)
+
+
+def _series_nunique(self, dropna=True):
+    """Distinct values of the Series (a python int once fetched)."""
+    _validate_bool("dropna", dropna)
+    red = NuniqueReducer(dropna=dropna, cols=None, series=True, empty=self.data.meta, labels=None, dtype=None,
+                         user_kw={"dropna": dropna}, name="nunique")
+    return tree_reduce(self, red, scalar_dtype=np.dtype(np.int64), name="nunique")
+
+
+Series.nunique = _series_nunique
+
+
+def _check_q(q):
+    qs = np.atleast_1d(np.asarray(q, dtype=float)) if not isinstance(q, (pd.Series, pd.Index)) else np.asarray(q, dtype=float)
+    if np.any(qs < 0) or np.any(qs > 1) or np.any(np.isnan(qs)):
+        raise ValueError("percentiles should all be in the interval [0, 1].")
+
+
+@register_method(DataFrame, Series)
+def quantile(self, q=0.5, axis=0, numeric_only=False, interpolation="linear", method="single"):
+    """Exact quantiles: the (selected) columns are gathered by the tree and pandas computes
+    them in the finish step."""
+    _check_q(q)
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(f"interpolation={interpolation!r} is not one of linear, lower, higher, midpoint, nearest")
+    is_frame = isinstance(self, DataFrame)
+    if is_frame:
+        _validate_bool("numeric_only", numeric_only)
+        axis = _check_axis(axis)
+        kw = dict(q=q, numeric_only=numeric_only, interpolation=interpolation, method=method)
+        if axis == 1:
+            res = _probe(self, lambda m: m.quantile(axis=1, **kw))
+            return map_rows(_axis1_kernel, self, "quantile", (), kw, meta=res.iloc[:0], name="quantile-rows")
+    else:
+        kw = dict(q=q, interpolation=interpolation)
+    res = _probe(self, lambda m: m.quantile(**kw), one_row=True)
+    cols = None
+    if is_frame and numeric_only:
+        cols = _numeric_positions(self.data.meta)
+    red = GatherReducer(cols=cols, func=_call_method, args=("quantile",), kw=kw)
+    if isinstance(res, (pd.Series, pd.DataFrame)):
+        return tree_reduce(self, red, res.iloc[:0], len(res), name="quantile")
+    return tree_reduce(self, red, scalar_dtype=_np_dtype(res), name="quantile")
+
+
+# ---- describe -------------------------------------------------------------------------
+
+
+class DescribeReducer(Reducer):
+    """``describe``: numeric/datetime columns gathered (pandas describes them exactly);
+    the other columns reduced to value counts (tree), from which count/unique/top/freq
+    follow as pandas computes them."""
+
+    def map(self, x):
+        x = _as_frame(x)
+        num = x.iloc[:, list(self.num)]
+        vcs = [x.iloc[:, j].value_counts(sort=False) for j in self.obj]
+        cnt = [int(x.iloc[:, j].count()) for j in self.obj]
+        return num, vcs, cnt
+
+    def combine(self, parts):
+        if len(parts) == 1:
+            return parts[0]
+        nums = [p[0] for p in parts]
+        nonempty = [n for n in nums if len(n)] or nums[:1]
+        num = pd.concat(nonempty) if len(nonempty) > 1 else nonempty[0]
+        vcs = [_combine_counts([p[1][k] for p in parts]) for k in range(len(self.obj))]
+        cnt = [sum(p[2][k] for p in parts) for k in range(len(self.obj))]
+        return num, vcs, cnt
+
+    def finish(self, parts):
+        num, vcs, cnt = self.combine(parts)
+        per_col = {}
+        for k, j in enumerate(self.num):
+            s = num.iloc[:, k]
+            per_col[j] = s.describe(percentiles=self.percentiles)
+        for k, j in enumerate(self.obj):
+            vc = vcs[k]
+            vc = vc.sort_values(ascending=False, kind="stable")
+            nonzero = vc[vc != 0]
+            if len(nonzero) > 0:
+                top, freq, dtype = vc.index[0], vc.iloc[0], None
+            else:
+                top, freq, dtype = np.nan, np.nan, "object"
+            per_col[j] = pd.Series([cnt[k], len(nonzero), top, freq], index=["count", "unique", "top", "freq"], dtype=dtype)
+        order = sorted(per_col)
+        ldesc = [per_col[j] for j in order]
+        if self.series:
+            res = ldesc[0]
+            res.name = self.sname
+            return res
+        names: list = []
+        seen: set = set()
+        for idx in sorted((d.index for d in ldesc), key=len):  # pandas' reorder_columns
+            for n in idx:
+                if n not in seen:
+                    seen.add(n)
+                    names.append(n)
+        out = pd.concat([d.reindex(names) for d in ldesc], axis=1, sort=False)
+        out.columns = self.columns
+        return out
+
+
+def _combine_counts(vcs):
+    vcs = [v for v in vcs]
+    if len(vcs) == 1:
+        return vcs[0]
+    cat = pd.concat(vcs)
+    res = cat.groupby(level=0, sort=False, dropna=False, observed=True).sum()
+    res.index.name = vcs[0].index.name
+    res.name = vcs[0].name
+    return res
+
+
+def _is_numeric_like(dt) -> bool:
+    return (
+        (pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt))
+        or pd.api.types.is_datetime64_any_dtype(dt)
+        or pd.api.types.is_timedelta64_dtype(dt)
+    )
+
+
+@register_method(DataFrame, Series)
+def describe(self, percentiles=None, include=None, exclude=None):
+    """pandas' ``describe``: numeric columns exactly (gathered), others through value counts."""
+    meta = self.data.meta
+    res = _probe(self, lambda m: m.describe(percentiles=percentiles, include=include, exclude=exclude), one_row=True)
+    if percentiles is not None:
+        _check_q(percentiles)
+    if isinstance(self, DataFrame):
+        # pandas' column selection, on the meta
+        if include is None and exclude is None:
+            data = meta.select_dtypes(include=[np.number, "datetime"])
+            if len(data.columns) == 0:
+                data = meta
+        elif include == "all":
+            if exclude is not None:
+                raise ValueError("exclude must be None when include is 'all'")
+            data = meta
+        else:
+            data = meta.select_dtypes(include=include, exclude=exclude)
+        pos = [i for i, c in enumerate(meta.columns) if c in set(data.columns)] if not data.columns.has_duplicates else list(range(len(meta.columns)))
+        sub = self.iloc[:, pos] if len(pos) != len(meta.columns) else self
+        dts = list(sub.data.meta.dtypes)
+        num = [j for j, d in enumerate(dts) if _is_numeric_like(d)]
+        obj = [j for j, d in enumerate(dts) if not _is_numeric_like(d)]
+        red = DescribeReducer(num=num, obj=obj, percentiles=percentiles, series=False, sname=None,
+                              columns=sub.data.meta.columns)
+        target = sub
+    else:
+        isnum = _is_numeric_like(meta.dtype)
+        red = DescribeReducer(num=[0] if isnum else [], obj=[] if isnum else [0], percentiles=percentiles,
+                              series=True, sname=meta.name, columns=None)
+        target = self
+    return tree_reduce(target, red, res.iloc[:0], len(res), name="describe")
+
+
+# the other tree-reduced aggregations live in unique.py (value_counts, drop_duplicates,
+# duplicated, unique, nlargest/nsmallest); importing it registers their methods.
+from . import unique as _unique  # noqa: E402
+
+unique = _unique.unique  # md.unique (the function, not the module of the same name)

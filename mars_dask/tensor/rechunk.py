@@ -56,8 +56,17 @@ class TensorRechunk(TensorOperand):
         (inp,) = self.inputs
         if builtins_any_unknown(inp):
             yield from ensure_known(inp)
-        new = normalize_chunk_size(inp.shape, self.chunk_size, inp.dtype.itemsize)
+        new = normalize_chunk_size(inp.shape, _complete(self.chunk_size, inp), inp.dtype.itemsize)
         return [rechunk_chunks(self, inp, new)]
+
+
+def _complete(chunk_size, inp: TensorData):
+    """A dict ``{axis: size}`` keeps the current chunks of the axes it does not name."""
+    if not isinstance(chunk_size, dict):
+        return chunk_size
+    return tuple(
+        chunk_size.get(ax, chunk_size.get(ax - inp.ndim, inp.nsplits[ax])) for ax in range(inp.ndim)
+    )
 
 
 def builtins_any_unknown(t: TensorData) -> bool:
@@ -84,7 +93,13 @@ def rechunk_chunks(op: TensorOperand, inp: TensorData, new: tuple):
 def rechunk(tensor, chunk_size, threshold=None, chunk_size_limit=None, reassign_worker=False) -> Tensor:
     """Re-cut ``tensor`` into chunks of ``chunk_size`` (same forms as at creation)."""
     tensor = astensor(tensor)
-    if not has_unknown(tensor.shape):
+    if isinstance(chunk_size, dict):
+        for ax in chunk_size:  # validate the axes now
+            if not -tensor.ndim <= ax < tensor.ndim:
+                raise ValueError(f"rechunk: axis {ax} is out of bounds for a {tensor.ndim}-d tensor")
+        if tensor.nsplits is not None:
+            chunk_size = _complete(chunk_size, tensor.data)
+    if not has_unknown(tensor.shape) and not isinstance(chunk_size, dict):
         new = normalize_chunk_size(tensor.shape, chunk_size, tensor.dtype.itemsize)
         if tensor.nsplits is not None and tuple(tensor.nsplits) == new:
             return tensor

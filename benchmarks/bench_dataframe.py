@@ -1,0 +1,133 @@
+"""DataFrame figures, mars_dask side by side with dask.dataframe on one LocalCluster(2 workers),
+with pandas single-process times for scale.
+
+    python benchmarks/bench_dataframe.py            # 10M rows (the issue's sizes)
+    python benchmarks/bench_dataframe.py --quick    # 200k rows, a smoke run
+
+The data is generated here and written as 20 parquet files (``rows / 20`` rows each):
+``k1`` (about ``rows / 10`` distinct keys: 1M groups at 10M rows), ``k2`` (100 groups),
+``v``, ``w`` (floats), and a right-hand table of ``rows / 10`` rows keyed by ``k1``.
+
+(1) groupby-agg, 1M groups     df.groupby("k1").agg({"v": "mean", "w": "sum"}) -> client
+(2) groupby-agg, 100 groups    df.groupby("k2").agg({"v": "mean", "w": "sum"}) -> client
+(3) merge 10M x 1M             df.merge(right, on="k1"), kept on the cluster
+(4) sort_values on 10M rows    df.sort_values("v"), kept on the cluster
+(5) read_parquet + filter + groupby over 20 files, -> client
+
+(1)-(4) start from data already loaded on the workers in both systems (mars: execute(),
+dask: persist()); runs alternate between the systems; medians and mars_dask/dask ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from distributed import Client, LocalCluster, wait
+
+import mars_dask.dataframe as md
+from _common import alternate, n_tasks, print_table, settle, timed
+
+NFILES = 20
+
+
+def write_data(path: str, rows: int, seed: int = 0) -> tuple[str, str]:
+    rng = np.random.default_rng(seed)
+    per = rows // NFILES
+    left = os.path.join(path, "left")
+    os.makedirs(left, exist_ok=True)
+    for i in range(NFILES):
+        pd.DataFrame(
+            {
+                "k1": rng.integers(0, rows // 10, per),
+                "k2": rng.integers(0, 100, per),
+                "v": rng.random(per),
+                "w": rng.random(per),
+            }
+        ).to_parquet(os.path.join(left, f"part.{i:02d}.parquet"), index=False)
+    right = os.path.join(path, "right.parquet")
+    pd.DataFrame({"k1": np.arange(rows // 10), "attr": rng.random(rows // 10)}).to_parquet(right, index=False)
+    return left, right
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--reps", type=int, default=None)
+    args = p.parse_args(argv)
+    rows = 200_000 if args.quick else 10_000_000
+    reps = args.reps or (2 if args.quick else 3)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        left_path, right_path = write_data(tmp, rows)
+        files = sorted(os.path.join(left_path, f) for f in os.listdir(left_path))
+
+        # pandas, single process, for scale
+        pdf = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+        pright = pd.read_parquet(right_path)
+        pandas_times = {
+            "(1)": timed(lambda: pdf.groupby("k1").agg({"v": "mean", "w": "sum"})),
+            "(2)": timed(lambda: pdf.groupby("k2").agg({"v": "mean", "w": "sum"})),
+            "(3)": timed(lambda: pdf.merge(pright, on="k1")),
+            "(4)": timed(lambda: pdf.sort_values("v")),
+            "(5)": timed(lambda: (lambda d: d[d.v > 0.5].groupby("k2").agg({"w": "sum"}))(
+                pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))),
+        }
+        del pdf, pright
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", host="127.0.0.1") as cluster, Client(cluster) as client:
+            mdf = md.read_parquet(left_path).execute()
+            mright = md.read_parquet(right_path).execute()
+            ddf = dd.read_parquet(left_path).persist()
+            dright = dd.read_parquet(right_path).persist()
+            wait([ddf, dright])
+            baseline = n_tasks(client)
+
+            def keep_dask(x):
+                y = x.persist()
+                wait(y)
+
+            cases = [
+                ("(1) groupby-agg, 1M groups" if not args.quick else "(1) groupby-agg, many groups",
+                 lambda: mdf.groupby("k1").agg({"v": "mean", "w": "sum"}).execute().fetch(),
+                 lambda: ddf.groupby("k1").agg({"v": "mean", "w": "sum"}).compute()),
+                ("(2) groupby-agg, 100 groups",
+                 lambda: mdf.groupby("k2").agg({"v": "mean", "w": "sum"}).execute().fetch(),
+                 lambda: ddf.groupby("k2").agg({"v": "mean", "w": "sum"}).compute()),
+                ("(3) merge (rows x rows/10)",
+                 lambda: mdf.merge(mright, on="k1").execute(),
+                 lambda: keep_dask(ddf.merge(dright, on="k1"))),
+                ("(4) sort_values",
+                 lambda: mdf.sort_values("v").execute(),
+                 lambda: keep_dask(ddf.sort_values("v"))),
+            ]
+            rows_out = []
+            for name, fm, fd in cases:
+                tm, td = alternate(client, baseline, reps, fm, fd)
+                rows_out.append((name, tm, td, "<= 1.10", f"pandas {pandas_times[name[:3]]:.2f}s"))
+
+            def pipe_mars():
+                d = md.read_parquet(left_path)
+                return d[d.v > 0.5].groupby("k2").agg({"w": "sum"}).execute().fetch()
+
+            def pipe_dask():
+                d = dd.read_parquet(left_path)
+                return d[d.v > 0.5].groupby("k2").agg({"w": "sum"}).compute()
+
+            pd.testing.assert_frame_equal(pipe_mars().sort_index(), pipe_dask().sort_index(), check_exact=False)
+            settle(client, baseline)
+            tm, td = alternate(client, baseline, reps, pipe_mars, pipe_dask)
+            rows_out.append(("(5) read_parquet+filter+groupby, 20 files", tm, td, "<= 1.10", f"pandas {pandas_times['(5)']:.2f}s"))
+
+    print(f"\n{rows:,} rows, 2 workers x 1 thread; medians of {reps} runs")
+    print_table(rows_out, extra="pandas single process")
+    return rows_out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,335 @@
+"""``md.read_csv`` and ``DataFrame.to_csv`` / ``Series.to_csv``.
+
+Reading: every file (a path, a glob or a list of them; local or any fsspec filesystem) is one
+part, except large uncompressed files, which are cut into byte ranges of about
+``chunk_bytes``: each part parses the lines that *start* in its range (it reads on to the end
+of its last line, and skips the partial line it starts in), with the file's header lines put
+in front, as Mars and dask do.  Compressed files (``compression`` given or inferred from the
+extension: gzip, bz2, zip, xz, zstd...) are one part each.  Quoted fields holding newlines
+are not supported in split files (use a larger ``chunk_bytes``).
+
+The output metadata comes from parsing the first rows of the first file with pandas and the
+same arguments; every part is cast to it (a part whose column parses to an incompatible
+dtype raises, naming the column: pass ``dtype=``).  Without ``index_col`` the result has
+the default ``RangeIndex(0, n)`` of ``pandas.read_csv`` on the concatenated data: the parts
+are read (iterative tiling), then relabelled with their global offsets.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pandas as pd
+from dask.utils import parse_bytes
+
+from ...tiling.core import new_key, random_key
+from ..core import DataFrame, DataFrameOperand, Series, nan, register_method
+from ._common import expand_paths, file_token, finish_parts, needs_finish
+
+__all__ = ["read_csv"]
+
+_NO_SPLIT = ("skiprows", "skipfooter", "comment", "lineterminator", "chunksize", "iterator")
+
+
+def _header_lines(header, names) -> int:
+    """How many lines of a file the header takes (they are put in front of every part)."""
+    if header == "infer":
+        header = None if names is not None else 0
+    if header is None:
+        return 0
+    if isinstance(header, (list, tuple)):
+        return max(header) + 1
+    return int(header) + 1
+
+
+def _read_header(fs, path, nlines: int) -> bytes:
+    if nlines == 0:
+        return b""
+    out = []
+    with fs.open(path, "rb") as f:
+        for _ in range(nlines):
+            line = f.readline()
+            if not line:
+                break
+            out.append(line)
+    return b"".join(out)
+
+
+def coerce_to_meta(df, meta):
+    """Cast a part to the metadata's dtypes (a part may infer a different one)."""
+    if list(df.columns) != list(meta.columns):
+        raise ValueError(f"a part has columns {list(df.columns)}, expected {list(meta.columns)}")
+    want = meta.dtypes
+    # categoricals keep the categories their own part found (they differ between parts)
+    diff = {c: want[c] for c, d in df.dtypes.items()
+            if d != want[c] and not (isinstance(d, pd.CategoricalDtype) and isinstance(want[c], pd.CategoricalDtype))}
+    if diff:
+        try:
+            df = df.astype(diff)
+        except (ValueError, TypeError) as e:
+            cols = ", ".join(map(repr, diff))
+            raise ValueError(
+                f"column(s) {cols} of a part do not parse as the dtypes inferred from the first "
+                f"rows ({', '.join(str(v) for v in diff.values())}); pass dtype= explicitly ({e})"
+            ) from e
+    if df.index.dtype != meta.index.dtype and not isinstance(meta.index, pd.RangeIndex):
+        try:
+            df.index = df.index.astype(meta.index.dtype)
+        except (ValueError, TypeError):
+            pass
+    return df
+
+
+def _read_csv_part(fs, path, offset, length, header, compression, kwargs, meta):
+    """One part: the whole file (``length`` None) or the lines starting in
+    ``[offset, offset + length)`` with the header lines in front."""
+    from fsspec.utils import read_block
+
+    with fs.open(path, "rb") as f:
+        if length is None:
+            df = pd.read_csv(f, compression=compression, **kwargs)
+        else:
+            block = read_block(f, offset, length, b"\n")
+            if offset > 0:
+                if not block.strip():
+                    return meta.copy()
+                block = header + block
+            df = pd.read_csv(io.BytesIO(block), **kwargs)
+    return coerce_to_meta(df, meta)
+
+
+class ReadCSV(DataFrameOperand):
+    _op_name = "read-csv"
+
+    def __init__(self, fs, parts, kwargs, nrows, range_index):
+        super().__init__([], nparts=len(parts), kwargs=kwargs, nrows=nrows, range_index=range_index)
+        self.fs = fs
+        self.parts = parts  # [(path, offset, length, header_bytes, compression, est_bytes)]
+
+    def tile(self):
+        out = self.output
+        meta = out.meta
+        suffix = "-read" if needs_finish(self.range_index, self.nrows, len(self.parts)) else ""
+        kwargs = dict(self.kwargs)
+        if self.nrows is not None:
+            kwargs["nrows"] = self.nrows
+        raw = []
+        for i, (path, offset, length, header, comp, est) in enumerate(self.parts):
+            raw.append(self.new_chunk(
+                i, nan, _read_csv_part, (self.fs, path, offset, length, header, comp, kwargs, meta),
+                suffix=suffix, meta=meta, memory=int(est * 4),
+            ))
+        return (yield from finish_parts(self, raw, range_index=self.range_index, nrows=self.nrows))
+
+
+def read_csv(
+    filepath_or_buffer,
+    *,
+    sep=",",
+    header="infer",
+    names=None,
+    index_col=None,
+    usecols=None,
+    dtype=None,
+    parse_dates=None,
+    compression="infer",
+    nrows=None,
+    chunk_bytes="64MiB",
+    sample_rows=1000,
+    storage_options=None,
+    **kwargs,
+):
+    """Read CSV files into a DataFrame (pandas' ``read_csv`` arguments, plus Mars/dask's).
+
+    ``filepath_or_buffer``: a path, a glob (``"data/*.csv"``) or a list of them; the files
+    are read in sorted order of each glob and concatenated.  ``chunk_bytes``: split
+    uncompressed files into parts of about this many bytes (int or ``"64MiB"``).
+    ``nrows``: the first ``nrows`` rows of the concatenation.  ``sample_rows``: rows of the
+    first file parsed to learn the columns and dtypes.  Other keyword arguments go to
+    ``pandas.read_csv``.
+    """
+    if isinstance(filepath_or_buffer, (io.IOBase, bytes)):
+        raise TypeError("md.read_csv needs paths (a buffer cannot be read by the workers); use md.DataFrame(pd.read_csv(buf))")
+    if "delimiter" in kwargs:
+        sep = kwargs.pop("delimiter")
+    for bad in ("chunksize", "iterator"):
+        if kwargs.get(bad):
+            raise ValueError(f"{bad}= is not supported by md.read_csv (the result is already chunked)")
+    if nrows is not None and (not isinstance(nrows, int) or nrows < 0):
+        raise ValueError(f"nrows must be a non-negative integer, got {nrows!r}")
+    chunk_bytes = parse_bytes(chunk_bytes) if isinstance(chunk_bytes, str) else int(chunk_bytes)
+    if chunk_bytes <= 0:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+
+    fs, paths = expand_paths(filepath_or_buffer, storage_options)
+    pd_kwargs = dict(sep=sep, header=header, names=names, index_col=index_col, usecols=usecols, dtype=dtype, parse_dates=parse_dates, **kwargs)
+
+    from pandas.io.common import infer_compression
+
+    comps = [infer_compression(p, compression) for p in paths]
+
+    # the metadata: the first rows of the first file, parsed as pandas would
+    n_sample = sample_rows
+    with fs.open(paths[0], "rb") as f:
+        head = pd.read_csv(f, compression=comps[0], nrows=n_sample, **pd_kwargs)
+    meta = head.iloc[:0]
+
+    nheader = _header_lines(header, names)
+    split_ok = nrows is None and not any(kwargs.get(k) for k in _NO_SPLIT)
+    parts = []
+    tokens = []
+    for p, comp in zip(paths, comps):
+        size = fs.size(p)
+        tokens.append(file_token(fs, p))
+        if comp is None and split_ok and size > chunk_bytes:
+            hdr = _read_header(fs, p, nheader)
+            nblocks = math.ceil(size / chunk_bytes)
+            for b in range(nblocks):
+                parts.append((p, b * chunk_bytes, chunk_bytes, hdr, None, chunk_bytes))
+        else:
+            parts.append((p, 0, None, b"", comp, size * (5 if comp else 1)))
+    range_index = index_col is None or index_col is False
+    key = new_key("read-csv", paths, tokens, pd_kwargs, compression, nrows, chunk_bytes, sample_rows, storage_options)
+    op = ReadCSV(fs, parts, pd_kwargs, nrows, range_index)
+    return op.new_output(meta, nan, range_index=range_index, key=key)
+
+
+# ---- writing ----------------------------------------------------------------------------
+
+
+def _write_csv_part_kernel(part, fs, path, kwargs):
+    kwargs = dict(kwargs)
+    encoding = kwargs.pop("encoding", None) or "utf-8"
+    compression = kwargs.pop("compression", "infer")
+    from pandas.io.common import infer_compression
+
+    comp = infer_compression(path, compression)
+    with fs.open(path, "wb", compression=_fsspec_compression(comp)) as f:
+        w = io.TextIOWrapper(f, encoding=encoding, newline="")
+        part.to_csv(w, **kwargs)
+        w.flush()
+        w.detach()
+    return path
+
+
+def _append_csv_part(prev, part, fs, path, first, kwargs):
+    """Write part ``i`` of a single-file CSV after part ``i - 1`` (``prev``) is written."""
+    kwargs = dict(kwargs)
+    encoding = kwargs.pop("encoding", None) or "utf-8"
+    kwargs.pop("compression", None)
+    if not first:
+        kwargs["header"] = False
+    with fs.open(path, "wb" if first else "ab") as f:
+        w = io.TextIOWrapper(f, encoding=encoding, newline="")
+        part.to_csv(w, **kwargs)
+        w.flush()
+        w.detach()
+    return path
+
+
+def _fsspec_compression(comp):
+    return {"gzip": "gzip", "bz2": "bz2", "xz": "xz", "zstd": "zstd", None: None}.get(comp, comp)
+
+
+class _WriteOp(DataFrameOperand):
+    """Writes every chunk of its input (each output chunk is the written path)."""
+
+    _op_name = "write"
+
+    def __init__(self, data, writer):
+        super().__init__([data], writer=writer)
+
+    def tile(self):
+        (inp,) = self.inputs
+        chunks = self.writer(self, inp.chunks)
+        return [(chunks, ((1,) * len(chunks),))]
+
+
+def execute_writes(data, writer, name):
+    """Build the write operand over ``data`` and execute it now; returns the written paths."""
+    op = _WriteOp(data, writer)
+    op._op_name = name
+    out = op.new_output(pd.Series([], dtype=object), nan, key=random_key(name))
+    out.execute()
+    return list(out.fetch())
+
+
+def _path_list(part):
+    return pd.Series([part], dtype=object)
+
+
+def to_csv(self, path_or_buf=None, *, sep=",", index=True, header=True, mode="w", compression="infer",
+           storage_options=None, name_function=None, single_file=None, **kwargs):
+    """Write as CSV; runs immediately.
+
+    ``path_or_buf`` with a ``*`` (``"out/part-*.csv"``): one file per chunk (``*`` replaced
+    by the chunk number, or ``name_function(i)``); returns the list of written paths (as
+    dask does).  A plain path: one file, written chunk after chunk (header once), returning
+    None as pandas does.  ``None``: the CSV text, as pandas returns it.
+    """
+    from fsspec.core import url_to_fs
+
+    if path_or_buf is None:
+        return self.to_pandas().to_csv(None, sep=sep, index=index, header=header, **kwargs)
+    if mode != "w":
+        raise ValueError("md to_csv writes new files (mode='w')")
+    path = path_or_buf.__fspath__() if hasattr(path_or_buf, "__fspath__") else path_or_buf
+    if not isinstance(path, str):
+        raise TypeError(f"to_csv needs a path, got {type(path_or_buf).__name__}")
+    fs, root = url_to_fs(path, **(storage_options or {}))
+    kw = dict(sep=sep, index=index, header=header, compression=compression, **kwargs)
+    many = "*" in root if single_file is None else not single_file
+    if many:
+        if "*" not in root:
+            raise ValueError("to_csv with several files needs a '*' in the path")
+        parent = root.rsplit("/", 1)[0] if "/" in root else "."
+        fs.makedirs(parent, exist_ok=True)
+
+        def writer(op, chunks):
+            out = []
+            for i, c in enumerate(chunks):
+                p = root.replace("*", name_function(i) if name_function else str(i))
+                w = op.new_chunk(i, 1, _write_and_list, (c, fs, p, kw), inputs=[c], meta=pd.Series([], dtype=object))
+                out.append(w)
+            return out
+
+        return execute_writes(self.data, writer, "to-csv")
+    parent = root.rsplit("/", 1)[0] if "/" in root else "."
+    if parent:
+        fs.makedirs(parent, exist_ok=True)
+    from pandas.io.common import infer_compression
+
+    if infer_compression(root, compression) is not None:
+        # appending compressed streams: write the whole thing at once on a worker
+        def writer(op, chunks):
+            c = op.new_chunk(0, 1, _write_whole_csv, (list(chunks), fs, root, kw), inputs=list(chunks), meta=pd.Series([], dtype=object))
+            return [c]
+    else:
+        def writer(op, chunks):
+            out = []
+            prev = None
+            for i, c in enumerate(chunks):
+                prev = op.new_chunk(i, 1, _append_and_list, (prev, c, fs, root, i == 0, kw),
+                                    meta=pd.Series([], dtype=object))
+                out.append(prev)
+            return out
+
+    execute_writes(self.data, writer, "to-csv")
+    return None
+
+
+def _write_and_list(part, fs, path, kwargs):
+    return _path_list(_write_csv_part_kernel(part, fs, path, kwargs))
+
+
+def _append_and_list(prev, part, fs, path, first, kwargs):
+    return _path_list(_append_csv_part(prev, part, fs, path, first, kwargs))
+
+
+def _write_whole_csv(parts, fs, path, kwargs):
+    whole = pd.concat(parts) if len(parts) > 1 else parts[0]
+    return _path_list(_write_csv_part_kernel(whole, fs, path, kwargs))
+
+
+register_method(DataFrame, Series, name="to_csv")(to_csv)

@@ -1,0 +1,21 @@
+"""Mars's worker behaviour on Dask: quota admission, OOM handling, recovery ordering and
+process restart without data loss, as a scheduler / worker / nanny plugin trio (laid out
+like ``distributed/shuffle/``: private modules behind this small interface).
+
+Install with ``dask scheduler --preload mars_dask`` and
+``dask worker ADDR --nanny --preload mars_dask --preload-nanny mars_dask``, or on a running
+cluster with :func:`install`. Options: ``mars-dask.scheduler.*`` and ``mars-dask.worker.*``
+in dask.config (``mars_dask/mars-dask.yaml``).
+"""
+
+from ._hint import memory_hint
+from ._install import dask_setup, dask_teardown, install, setup_server
+from ._nanny import MarsNannyPlugin
+from ._protocol import PLUGIN_NAME, RESOURCE
+from ._scheduler import MarsSchedulerPlugin
+from ._worker import MarsWorkerPlugin
+
+__all__ = [
+    "MarsNannyPlugin", "MarsSchedulerPlugin", "MarsWorkerPlugin", "PLUGIN_NAME", "RESOURCE",
+    "dask_setup", "dask_teardown", "install", "memory_hint", "setup_server",
+]

@@ -1,0 +1,129 @@
+"""Installing the plugins: the ``--preload mars_dask`` hooks and ``install(client)``.
+
+Distributed imports a ``--preload`` module and calls its ``dask_setup(server)`` when the
+server starts (a click command receives the extra CLI arguments), ``dask_teardown`` when
+it closes. One function serves the three servers:
+
+- scheduler (``dask scheduler --preload mars_dask``): the scheduler plugin (which in turn
+  registers the worker plugin for every worker that joins);
+- nanny (``dask worker ... --nanny --preload-nanny mars_dask``): ``data=MarsStore`` for the
+  worker processes it starts (so their results outlive them) and the exit monitor;
+- worker (``dask worker ... --preload mars_dask``): the worker plugin before the worker
+  registers, so its quota travels with the registration.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import click
+import dask.config
+
+logger = logging.getLogger("mars_dask.plugins")
+
+
+def _apply_options(quota_fraction, restart_grace, store):
+    cfg = {}
+    if quota_fraction is not None:
+        cfg["mars-dask.worker.quota-fraction"] = quota_fraction
+    if restart_grace is not None:
+        cfg["mars-dask.scheduler.restart-grace"] = restart_grace
+    if store is not None:
+        cfg["mars-dask.worker.store"] = store
+    if cfg:
+        dask.config.set(cfg)
+
+
+async def setup_server(server) -> None:
+    from distributed import Nanny, Scheduler, Worker
+
+    from ._nanny import MarsNannyPlugin, install_store
+    from ._scheduler import MarsSchedulerPlugin
+    from ._worker import MarsWorkerPlugin
+
+    if isinstance(server, Scheduler):
+        server.add_plugin(MarsSchedulerPlugin())
+    elif isinstance(server, Nanny):
+        if install_store(server):
+            logger.info("worker processes of %s keep their results in MarsStore", server.address)
+        await server.plugin_add(MarsNannyPlugin())
+    elif isinstance(server, Worker):
+        await server.plugin_add(MarsWorkerPlugin())
+    else:  # a Client preload: nothing to do
+        logger.debug("mars_dask preload on %r: nothing to install", server)
+
+
+@click.command(name="mars_dask")
+@click.option("--mars-quota-fraction", type=float, default=None,
+              help="mars-memory resource as a fraction of the worker memory limit "
+                   "(mars-dask.worker.quota-fraction)")
+@click.option("--mars-restart-grace", type=str, default=None,
+              help="how long the scheduler holds a dead process's results for its restart "
+                   "(mars-dask.scheduler.restart-grace)")
+@click.option("--mars-store/--no-mars-store", default=None,
+              help="nanny: start workers with data=MarsStore (mars-dask.worker.store)")
+def dask_setup(server, mars_quota_fraction, mars_restart_grace, mars_store):
+    """Preload hook: ``--preload mars_dask`` (scheduler, worker), ``--preload-nanny
+    mars_dask`` (nanny)."""
+    _apply_options(mars_quota_fraction, mars_restart_grace, mars_store)
+    return setup_server(server)
+
+
+def dask_teardown(server) -> None:
+    """Nothing to undo: the plugins tear themselves down with their server."""
+
+
+def _store_installer():
+    """A NannyPlugin that makes the nanny start worker processes with ``data=MarsStore``;
+    ``restart = True`` so that Dask restarts the workers when it is registered."""
+    from distributed.diagnostics.plugin import NannyPlugin
+
+    class MarsStoreInstaller(NannyPlugin):
+        name = "mars-dask-store"
+        restart = True
+        idempotent = True
+
+        def setup(self, nanny):
+            from ._nanny import install_store
+
+            install_store(nanny)
+
+    return MarsStoreInstaller()
+
+
+def install(client, *, store: bool = False) -> dict:
+    """Install mars_dask on the running cluster of ``client``.
+
+    What ``client.register_plugin`` can install: the scheduler plugin (quota admission,
+    OOM handling, recovery ordering; it registers the worker plugin on every worker) and
+    the nanny exit monitor. What it cannot install without restarting the worker
+    processes: the store (``Worker.data`` is fixed when a worker starts). With
+    ``store=True`` the workers are restarted with ``MarsStore`` (results they held are
+    lost, as with ``client.restart()``); otherwise a warning says so. Returns what was
+    installed.
+    """
+    from ._nanny import MarsNannyPlugin
+    from ._scheduler import MarsSchedulerPlugin
+
+    done = {"scheduler": False, "nanny": False, "store": False}
+    client.register_plugin(MarsSchedulerPlugin())
+    done["scheduler"] = True
+    has_nannies = any(w.get("nanny") for w in client.scheduler_info()["workers"].values())
+    if has_nannies:
+        client.register_plugin(MarsNannyPlugin())
+        done["nanny"] = True
+    if store and has_nannies:
+        client.register_plugin(_store_installer())
+        done["store"] = True
+    else:
+        warnings.warn(
+            "mars_dask.install: the node-local store (results that survive a worker process "
+            "restart) cannot be added to running worker processes; start the workers with "
+            "`dask worker ADDR --nanny --preload mars_dask --preload-nanny mars_dask`, or call "
+            "install(client, store=True) to restart them with it (their data is lost)"
+            + ("" if has_nannies else "; this cluster has no nannies, so it cannot restart them"),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return done

@@ -1,0 +1,15 @@
+"""Names shared by the scheduler, worker and nanny halves (one place, so they agree)."""
+
+PLUGIN_NAME = "mars-dask"
+#: the worker resource that quota admission restricts
+RESOURCE = "mars-memory"
+#: per-key annotations emitted by mars_dask.tiling.emit
+ANN_MEMORY = "mars_memory"
+ANN_TILEABLE = "mars_tileable"
+#: worker -> scheduler batched-stream messages
+OP_STARTED = "mars-task-started"
+OP_USED = "mars-task-used"
+OP_CLOSING = "mars-worker-closing"
+#: worker restrictions that match no worker: how a result is held back
+HOLD_PREFIX = "mars-hold://"
+

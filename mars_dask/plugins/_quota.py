@@ -1,0 +1,115 @@
+"""Quota admission on the scheduler: memory estimates become resource restrictions.
+
+Every key emitted by ``mars_dask.tiling.emit`` carries ``mars_memory`` (its estimated peak
+bytes) and ``mars_tileable``. When the graph arrives (``SchedulerPlugin.update_graph``,
+which Dask calls *before* it transitions the new tasks, so restrictions set there are the
+ones the tasks are scheduled with), each key gets
+``resource_restrictions = {"mars-memory": min(estimate, quota)}``: a worker runs tasks only
+while their estimates fit in the ``mars-memory`` it advertises, and a task estimated above
+the quota takes the whole quota, i.e. runs alone. Without any worker advertising the
+resource nothing is restricted (plain Dask workers run the graph as Dask would).
+
+Estimates improve as chunks finish: the worker plugin reports what each task used and
+the first report for a tileable (and any later, larger one) re-estimates the chunks of
+that tileable that are not running yet.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import dask.config
+
+from . import _protocol as P
+
+logger = logging.getLogger("mars_dask.plugins")
+
+# not "queued": Dask queues only unrestricted tasks and ignores restrictions there
+_NOT_STARTED = frozenset({"released", "waiting", "no-worker"})
+
+
+class Quota:
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.enabled = bool(dask.config.get("mars-dask.scheduler.quota-admission", True))
+        self.margin = float(dask.config.get("mars-dask.scheduler.estimate-margin"))
+        self.min_fraction = float(dask.config.get("mars-dask.scheduler.min-estimate-fraction"))
+        self.observed: dict[str, int] = {}  # tileable -> largest measured use
+        self.pending: dict[str, set] = {}  # tileable -> keys restricted, not finished
+        self.exclusive: set = set()  # keys that must run with the whole quota
+
+    def quota(self) -> int:
+        """The largest ``mars-memory`` any worker advertises (0: quota admission off)."""
+        dr = self.scheduler.resources.get(P.RESOURCE)
+        return int(max(dr.values())) if dr else 0
+
+    def estimate(self, ts) -> int | None:
+        ann = ts.annotations or {}
+        est = ann.get(P.ANN_MEMORY)
+        if est is None:
+            return None
+        obs = self.observed.get(ann.get(P.ANN_TILEABLE))
+        if obs is not None:
+            est = max(int(obs * self.margin), int(est * self.min_fraction))
+        return int(est)
+
+    def restrict(self, ts, quota: int) -> None:
+        if ts.key in self.exclusive:
+            need = quota
+        else:
+            est = self.estimate(ts)
+            if not est:
+                return
+            need = min(est, quota)
+        rr = dict(ts.resource_restrictions or {})
+        rr[P.RESOURCE] = need
+        ts.resource_restrictions = rr
+
+    # -- hooks --------------------------------------------------------------------------
+    def update_graph(self, annotations: dict) -> None:
+        mem = annotations.get(P.ANN_MEMORY)
+        if not mem or not self.enabled:
+            return
+        quota = self.quota()
+        if quota <= 0:
+            return
+        tasks = self.scheduler.tasks
+        for key in mem:
+            ts = tasks.get(key)
+            if ts is None or ts.state != "released" or ts.run_spec is None:
+                continue
+            self.restrict(ts, quota)
+            tile = (ts.annotations or {}).get(P.ANN_TILEABLE)
+            if tile is not None:
+                self.pending.setdefault(tile, set()).add(key)
+
+    def task_done(self, key, tileable) -> None:
+        s = self.pending.get(tileable)
+        if s is not None:
+            s.discard(key)
+            if not s:
+                del self.pending[tileable]
+                # keep the measurement while the tileable may be recomputed; it is small
+        self.exclusive.discard(key)
+
+    def observe(self, tileable: str, used: int, held=()) -> None:
+        """A chunk of ``tileable`` used ``used`` bytes: re-estimate its not-started
+        siblings when this is the first or the largest measurement."""
+        prev = self.observed.get(tileable)
+        if prev is not None and used <= prev:
+            return
+        self.observed[tileable] = used
+        quota = self.quota()
+        if quota <= 0:
+            return
+        tasks = self.scheduler.tasks
+        changed = 0
+        for key in self.pending.get(tileable, ()):
+            ts = tasks.get(key)
+            if ts is None or ts.state not in _NOT_STARTED or key in held:
+                continue
+            before = (ts.resource_restrictions or {}).get(P.RESOURCE)
+            self.restrict(ts, quota)
+            changed += before != ts.resource_restrictions.get(P.RESOURCE)
+        if changed:
+            logger.debug("re-estimated %d chunks of %s from a measured %d bytes", changed, tileable, used)

@@ -1,0 +1,477 @@
+"""What the scheduler does when a worker process dies: hold, adopt, blame, recompute.
+
+Dask's ``Scheduler.remove_worker`` releases every result the worker held and every task it
+was processing, in one synchronous pass of transitions, and then tells plugins. What runs
+*before* those transitions is ``log_event("all", {"action": "remove-worker", ...})``, which
+names the worker, the tasks it was processing, the results lost and the stimulus id of the
+transitions to come. That is where a death starts here; the transitions of that stimulus
+are then watched (``SchedulerPlugin.transition`` runs after each transition and before
+the next, so restrictions set on a task that just became ``waiting`` are those its
+``waiting -> processing`` sees):
+
+- *Held*: a task is given a worker restriction that matches no worker
+  (``mars-hold://...``), so it goes to ``no-worker`` instead of running. Held are the lost
+  results and their released ancestors when the dead process had a persistent store and
+  a nanny that restarts it (for ``restart-grace``), and the tasks that were executing on
+  it until the nanny says why it died (``death-report-timeout``).
+- *Adopted*: the restarted process (same nanny) lists what its store recovered; the held
+  results among them are restricted to it and moved to ``processing`` there; the worker
+  already holds them in memory and answers at once with ``task-finished`` (nothing runs).
+  A result waiting on held (released) ancestors is detached from them first: it no
+  longer needs them, and they are released instead of recomputed.
+- *Recomputed*: whatever is not adopted when the process is back or the grace period is
+  over gets its restrictions back, a priority above all normal work (recovery of lost
+  data first, as in Mars), and is scheduled.
+- *Blamed*: Dask counts a death against every task the worker was processing and fails a
+  task at the fourth with ``KilledWorker``. Here the plugin owns that decision
+  (``Scheduler.allowed_failures`` is raised out of reach): an external kill blames nobody,
+  a crash counts as in Dask against the tasks that were executing, and an out-of-memory
+  death makes each task that was executing run alone with the whole quota, failing with
+  ``MarsOutOfMemoryError`` only if it kills a worker while running alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from dataclasses import dataclass, field
+
+import dask.config
+from dask.utils import parse_timedelta
+
+from ..errors import MarsOutOfMemoryError
+from . import _protocol as P
+
+logger = logging.getLogger("mars_dask.plugins")
+
+#: added to the first element of a recomputed task's priority tuple (smaller runs first);
+#: keeps the relative order of recomputations and puts them before every normal task
+#: (mars_dask priorities are below 2**60, see tiling/emit.py)
+RECOVERY_BOOST = 2**62
+
+
+@dataclass
+class Death:
+    address: str
+    ident: str  # the nanny address (stable across restarts) or the worker name
+    name: object
+    pid: int
+    stimulus_id: str
+    memory_limit: int
+    processing: set
+    executing: set
+    tracked: bool  # the worker ran our worker plugin (executing is exact)
+    hold_restart: bool
+    t0: float = field(default_factory=time.monotonic)
+    saved: dict = field(default_factory=dict)  # held key -> restrictions to restore
+    verdict_keys: set = field(default_factory=set)
+    restart_keys: set = field(default_factory=set)
+    requeued: set = field(default_factory=set)
+    report: dict | None = None
+    decided: bool = False
+    restart_over: bool = False
+    adopting: set = field(default_factory=set)
+    ws: object = None
+
+
+class Recovery:
+    def __init__(self, scheduler, quota):
+        self.s = scheduler
+        self.quota = quota
+        self.grace = parse_timedelta(dask.config.get("mars-dask.scheduler.restart-grace"))
+        self.report_timeout = parse_timedelta(dask.config.get("mars-dask.scheduler.death-report-timeout"))
+        self.oom_fraction = float(dask.config.get("mars-dask.scheduler.oom-rss-fraction"))
+        af = dask.config.get("mars-dask.scheduler.allowed-failures")
+        self.allowed_failures = int(af if af is not None else scheduler.allowed_failures)
+        # Dask's KilledWorker verdict in remove_worker runs before any hook; we decide
+        scheduler.allowed_failures = 2**31
+        self.workers: dict[str, dict] = {}  # address -> {"persistent", "closing", "tracked"}
+        self.executing: dict[str, set] = {}  # address -> keys executing there
+        self.executing_on: dict = {}  # key -> address
+        self.by_stimulus: dict[str, Death] = {}
+        self.deaths: dict[str, list[Death]] = {}  # ident -> deaths not finished
+        self.reports: dict = {}  # (nanny, pid) -> exit report that came before the removal
+        self._adopting_saved: dict = {}  # adopted key -> restrictions to restore in memory
+        self._detached: dict = {}  # adopted key -> inputs detached while it is processing
+        self._fail_when_runnable: dict = {}  # key -> exception (failed while waiting)
+        self.counts = {"adopted": 0, "recomputed": 0, "oom_retries": 0, "oom_failures": 0, "held": 0}
+
+    # -- worker bookkeeping ---------------------------------------------------------------
+    def add_worker(self, address) -> None:
+        ws = self.s.workers.get(address)
+        if ws is None:
+            return
+        info = self.workers.setdefault(address, {"persistent": False, "tracked": False, "closing": False})
+        info.update(ws=ws, ident=self._ident(ws), name=ws.name, pid=ws.pid, nanny=ws.nanny, memory_limit=ws.memory_limit)
+
+    def hello(self, worker, persistent, keys):
+        info = self.workers.setdefault(worker, {})
+        info.update(persistent=bool(persistent), tracked=True, closing=False)
+        ws = self.s.workers.get(worker)
+        if ws is None:
+            return {"adopt": []}
+        adopt = []
+        for d in self.deaths.get(self._ident(ws), ()):
+            if d.restart_over:
+                continue
+            for k in keys:
+                if k in d.restart_keys and k in d.saved:
+                    ts = self.s.tasks.get(k)
+                    if ts is not None and ts.state in ("no-worker", "waiting"):
+                        adopt.append(k)
+                        d.adopting.add(k)
+        return {"adopt": adopt}
+
+    def adopted(self, worker, keys):
+        """The restarted process holds ``keys`` in memory: make them ``processing`` there
+        (it answers ``task-finished`` at once, nothing runs)."""
+        ws = self.s.workers.get(worker)
+        if ws is None:
+            return
+        keys = set(keys)
+        sid = f"mars-adopt-{time.time()}"
+        recs: dict = {}
+        n = 0
+        for d in list(self.deaths.get(self._ident(ws), ())):
+            if d.restart_over:
+                continue
+            for k in d.adopting & keys:
+                ts = self.s.tasks.get(k)
+                if ts is None or k not in d.saved or ts.state not in ("no-worker", "waiting"):
+                    continue
+                start = ts.state
+                if start == "no-worker":
+                    self.s.unrunnable.pop(ts, None)
+                # Inputs not in memory (held, or released long ago) are not needed: the
+                # value is back. Dask's processing state insists on inputs in memory, so
+                # they are detached until the key leaves processing (see transition);
+                # once nothing waits for them they are released instead of recomputed.
+                missing = [dts for dts in ts.dependencies if not dts.who_has]
+                for dts in missing:
+                    ts.dependencies.discard(dts)
+                    dts.dependents.discard(ts)
+                    if dts.waiters:
+                        dts.waiters.discard(ts)
+                ts.waiting_on = set()
+                if missing:
+                    self._detached[k] = missing
+                ts.worker_restrictions = {ws.address}
+                ts.host_restrictions = None
+                ts.resource_restrictions = None
+                ts.loose_restrictions = False
+                d.restart_keys.discard(k)
+                # restrictions come back when the key reaches memory (see transition)
+                self._adopting_saved[k] = d.saved.pop(k)
+                # Scheduler.decide_worker insists on inputs in memory, which an adopted
+                # result does not need: put it in processing on ws directly, as
+                # _transition_waiting_processing would, and tell the plugins.
+                r, cmsgs, wmsgs = self.s._add_to_processing(ts, ws, stimulus_id=sid)
+                self.s.send_all(cmsgs, wmsgs)
+                recs.update(r)
+                for plugin in list(self.s.plugins.values()):
+                    try:
+                        plugin.transition(k, start, "processing", stimulus_id=sid)
+                    except Exception:  # pragma: no cover
+                        logger.exception("plugin failed on an adoption transition")
+                n += 1
+            d.adopting.clear()
+            logger.info("adopted %d results of the restarted worker %s (was %s)", n, ws.address, d.address)
+        self.counts["adopted"] += n
+        if recs:
+            self.s.transitions(recs, stimulus_id=sid)
+        for d in list(self.deaths.get(self._ident(ws), ())):
+            self._end_restart(d)
+
+    def held_keys(self) -> set:
+        if not self.deaths:
+            return set()
+        return {k for lst in self.deaths.values() for d in lst for k in d.saved}
+
+    def started(self, worker, key):
+        ts = self.s.tasks.get(key)
+        if ts is None or ts.processing_on is None or ts.processing_on.address != worker:
+            return
+        self.executing.setdefault(worker, set()).add(key)
+        self.executing_on[key] = worker
+
+    def closing(self, worker):
+        self.workers.setdefault(worker, {})["closing"] = True
+
+    def _not_executing(self, key):
+        w = self.executing_on.pop(key, None)
+        if w is not None:
+            s = self.executing.get(w)
+            if s is not None:
+                s.discard(key)
+
+    @staticmethod
+    def _ident(ws) -> str:
+        return ws.nanny or str(ws.name)
+
+    # -- a death ------------------------------------------------------------------------
+    def remove_worker_event(self, msg: dict) -> None:
+        addr = msg.get("worker")
+        info = self.workers.pop(addr, None) or {}
+        executing = self.executing.pop(addr, set())
+        for k in executing:
+            self.executing_on.pop(k, None)
+        if msg.get("expected"):
+            return
+        tracked = bool(info.get("tracked"))
+        processing = set(msg.get("processing-tasks") or ())
+        d = Death(
+            address=addr,
+            ident=info.get("ident") or addr,
+            name=info.get("name"),
+            pid=info.get("pid") or 0,
+            stimulus_id=msg.get("stimulus_id"),
+            memory_limit=info.get("memory_limit") or 0,
+            processing=processing,
+            # untracked, or the start messages were lost (a process killed right after it
+            # started): every task it was processing is a suspect
+            executing=(executing & processing) or processing,
+            tracked=tracked,
+            hold_restart=bool(
+                info.get("persistent") and info.get("nanny") and not info.get("closing") and self.grace > 0
+            ),
+        )
+        d.ws = info.get("ws")
+        d.report = self.reports.pop((info.get("nanny"), d.pid), None)
+        self.by_stimulus[d.stimulus_id] = d
+
+    def transition(self, key, start, finish, stimulus_id) -> None:
+        if start == "processing":
+            self._not_executing(key)
+            if key in self._detached:
+                ts = self.s.tasks.get(key)
+                missing = self._detached.pop(key)
+                if ts is not None:
+                    for dts in missing:
+                        ts.dependencies.add(dts)
+                        dts.dependents.add(ts)
+        if finish == "memory" and key in self._adopting_saved:
+            self._restore(self.s.tasks[key], self._adopting_saved.pop(key))
+        elif finish in ("forgotten", "erred") and key in self._adopting_saved:
+            self._adopting_saved.pop(key, None)
+        if finish == "no-worker" and key in self._fail_when_runnable:
+            self.s.loop.add_callback(self._fail, {key: self._fail_when_runnable.pop(key)})
+        d = self.by_stimulus.get(stimulus_id)
+        if d is None:
+            return
+        if start == "processing" and finish == "released":
+            d.requeued.add(key)
+        elif start == "released" and finish == "waiting":
+            ts = self.s.tasks[key]
+            if key in d.executing:
+                self._hold(d, ts)
+                d.verdict_keys.add(key)
+            elif key in d.requeued:
+                if key in d.processing:  # never ran there: not a suspect
+                    self._unsuspect(ts)
+            else:  # lost data, or an ancestor of lost data being recomputed
+                self._boost(ts)
+                if d.hold_restart:
+                    self._hold(d, ts)
+                    d.restart_keys.add(key)
+
+    def remove_worker(self, stimulus_id) -> None:
+        loop = self.s.loop
+        d = self.by_stimulus.pop(stimulus_id, None)
+        if d is None:
+            return
+        if not d.saved:
+            self._decide(d)
+            return
+        self.deaths.setdefault(d.ident, []).append(d)
+        self.counts["held"] += len(d.saved)
+        logger.info(
+            "worker %s died: holding %d lost results for its restart and %d running tasks "
+            "for the nanny's report", d.address, len(d.restart_keys), len(d.verdict_keys),
+        )
+        if d.report is not None or not d.verdict_keys:
+            self._decide(d)
+        else:
+            loop.call_later(self.report_timeout, self._decide, d)
+        if d.restart_keys:
+            loop.call_later(self.grace, self._end_restart, d)
+        else:
+            d.restart_over = True
+
+    def worker_exit(self, report: dict) -> None:
+        """The nanny's account of a dead process (may come before or after removal)."""
+        nanny, pid = report.get("nanny"), report.get("pid")
+        for d in self.deaths.get(nanny, ()):
+            if d.pid == pid and not d.decided:
+                d.report = report
+                self._decide(d)
+                if not report.get("restarting"):
+                    self._end_restart(d)
+                return
+        for d in self.by_stimulus.values():  # pragma: no cover - within one tick
+            if d.pid == pid:
+                d.report = report
+                return
+        self.reports[(nanny, pid)] = report
+        if len(self.reports) > 1000:
+            self.reports.pop(next(iter(self.reports)))
+
+    # -- decisions ----------------------------------------------------------------------
+    def _verdict(self, d: Death) -> str:
+        r = d.report
+        if r is None:
+            return "unknown"
+        code = r.get("exitcode")
+        limit = r.get("memory_limit") or d.memory_limit
+        rss = r.get("rss") or 0
+        if r.get("memory_terminated") or (code == -9 and limit and rss >= self.oom_fraction * limit):
+            return "oom"
+        if code in (-9, -15):
+            return "external"
+        return "crash"
+
+    def _decide(self, d: Death) -> None:
+        if d.decided:
+            return
+        d.decided = True
+        verdict = self._verdict(d)
+        keys = [k for k in d.verdict_keys if k in d.saved]
+        if not d.saved:
+            keys = list(d.executing)  # nothing held: only counting is left
+        if d.executing:
+            logger.info("worker %s died (%s) while executing %s", d.address, verdict, sorted(map(str, d.executing)))
+        release, fail = [], {}
+        alone = len(d.executing) == 1
+        quota = self.quota.quota()
+        for k in keys:
+            ts = self.s.tasks.get(k)
+            if ts is None:
+                continue
+            if verdict != "external" and ts.suspicious > self.allowed_failures + 2:
+                # a safety net whatever the verdicts were: never retry forever
+                from distributed.scheduler import KilledWorker
+
+                last = d.ws.clean() if d.ws is not None else None
+                fail[k] = KilledWorker(task=k, last_worker=last, allowed_failures=ts.suspicious - 1)
+                continue
+            if verdict == "external":
+                self._unsuspect(ts)
+                release.append(k)
+            elif verdict == "oom":
+                if alone or k in self.quota.exclusive:
+                    ann = ts.annotations or {}
+                    r = d.report or {}
+                    fail[k] = MarsOutOfMemoryError(
+                        k, ann.get(P.ANN_TILEABLE), quota if k in self.quota.exclusive else self.quota.estimate(ts),
+                        r.get("rss"), r.get("memory_limit") or d.memory_limit, d.address,
+                    )
+                    self.counts["oom_failures"] += 1
+                else:
+                    self.quota.exclusive.add(k)
+                    if k in d.saved and quota > 0:
+                        wr, hr, rr, loose = d.saved[k]
+                        rr = dict(rr or {})
+                        rr[P.RESOURCE] = quota
+                        d.saved[k] = (wr, hr, rr, loose)
+                    self.counts["oom_retries"] += 1
+                    release.append(k)
+            else:  # crash or unknown: count it as Dask does
+                if ts.suspicious > self.allowed_failures:
+                    from distributed.scheduler import KilledWorker
+
+                    last = d.ws.clean() if d.ws is not None else None
+                    fail[k] = KilledWorker(task=k, last_worker=last, allowed_failures=self.allowed_failures)
+                else:
+                    release.append(k)
+        d.verdict_keys.clear()
+        self._fail(fail)
+        self._release(d, release)
+        self._maybe_forget(d)
+
+    def _end_restart(self, d: Death) -> None:
+        if d.restart_over:
+            return
+        if d.adopting:  # adoption under way: the worker will call adopted() shortly
+            if time.monotonic() - d.t0 < self.grace + 30:
+                return
+        d.restart_over = True
+        keys = [k for k in d.restart_keys if k in d.saved]
+        d.restart_keys.clear()
+        n = self._release(d, keys)
+        self.counts["recomputed"] += n
+        if n:
+            logger.info("recomputing %d results of %s that no restarted process brought back", n, d.address)
+        self._maybe_forget(d)
+
+    def _maybe_forget(self, d: Death) -> None:
+        if d.decided and d.restart_over:
+            lst = self.deaths.get(d.ident)
+            if lst and d in lst:
+                lst.remove(d)
+                if not lst:
+                    del self.deaths[d.ident]
+
+    # -- mechanics ----------------------------------------------------------------------
+    def _hold(self, d: Death, ts) -> None:
+        if ts.key in d.saved:
+            return
+        d.saved[ts.key] = (ts.worker_restrictions, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions)
+        ts.worker_restrictions = {P.HOLD_PREFIX + d.ident}
+        ts.loose_restrictions = False
+
+    @staticmethod
+    def _restore(ts, saved) -> None:
+        ts.worker_restrictions, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions = saved
+
+    def _release(self, d: Death, keys) -> int:
+        """Give ``keys`` their restrictions back and schedule them; returns how many are
+        to be computed (the others are no longer needed)."""
+        recs = {}
+        for k in keys:
+            saved = d.saved.pop(k, None)
+            ts = self.s.tasks.get(k)
+            if saved is None or ts is None:
+                continue
+            self._restore(ts, saved)
+            if ts.state == "no-worker":
+                if not ts.waiters and not ts.who_wants:
+                    recs[k] = "released"  # nobody needs it any more (e.g. its dependent was adopted)
+                else:
+                    recs[k] = "processing"
+        if recs:
+            self.s.transitions(recs, stimulus_id=f"mars-release-{time.time()}")
+        return sum(1 for k in keys if (ts := self.s.tasks.get(k)) is not None and ts.state not in ("released", "forgotten", "memory"))
+
+    def _fail(self, fail: dict) -> None:
+        for k, exc in fail.items():
+            ts = self.s.tasks.get(k)
+            if ts is None:
+                continue
+            logger.error("%s", exc)
+            sid = f"mars-fail-{time.time()}"
+            if ts.state == "waiting":  # its inputs are being recomputed: fail it once ready
+                self._fail_when_runnable[k] = exc
+                continue
+            if ts.state != "no-worker":
+                continue
+            for d in self._deaths_holding(k):
+                d.saved.pop(k, None)
+            recs = self.s.transition(k, "erred", exception=pickle.dumps(exc), cause=k, stimulus_id=sid)
+            self.s.transitions(recs, stimulus_id=sid)
+
+    def _deaths_holding(self, k):
+        for lst in self.deaths.values():
+            for d in lst:
+                if k in d.saved:
+                    yield d
+
+    def _boost(self, ts) -> None:
+        p = ts.priority
+        if p and p[0] > -RECOVERY_BOOST // 2:
+            ts.priority = (p[0] - RECOVERY_BOOST, *p[1:])
+
+    @staticmethod
+    def _unsuspect(ts) -> None:
+        if ts.suspicious > 0:
+            ts.suspicious -= 1
+            ts.prefix.suspicious = max(0, ts.prefix.suspicious - 1)

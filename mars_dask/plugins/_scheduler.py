@@ -1,0 +1,93 @@
+"""The scheduler half: one ``SchedulerPlugin`` wiring quota admission (``_quota``) and
+worker-death handling (``_restart``) to Dask's hooks, handlers and worker messages."""
+
+from __future__ import annotations
+
+import logging
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+from distributed.protocol.pickle import dumps
+
+from . import _protocol as P
+from ._quota import Quota
+from ._restart import Recovery
+
+logger = logging.getLogger("mars_dask.plugins")
+
+
+class MarsSchedulerPlugin(SchedulerPlugin):
+    """Installed by ``dask scheduler --preload mars_dask``, the embedded cluster, or
+    ``client.register_plugin(MarsSchedulerPlugin())``. It also registers the worker plugin,
+    so every worker that joins advertises its quota and reports its tasks."""
+
+    name = P.PLUGIN_NAME
+    idempotent = True
+
+    def __init__(self, install_worker_plugin: bool = True):
+        self.install_worker_plugin = install_worker_plugin
+
+    async def start(self, scheduler):
+        self.scheduler = scheduler
+        self.quota = Quota(scheduler)
+        self.recovery = Recovery(scheduler, self.quota)
+        scheduler.handlers.update(
+            mars_hello=self._hello, mars_adopted=self._adopted, mars_worker_exit=self._worker_exit,
+            mars_stats=self._stats,
+        )
+        scheduler.stream_handlers.update({
+            P.OP_STARTED: self.recovery.started,
+            P.OP_USED: self._used,
+            P.OP_CLOSING: self.recovery.closing,
+        })
+        for addr in scheduler.workers:
+            self.recovery.add_worker(addr)
+        if self.install_worker_plugin:
+            from ._worker import MarsWorkerPlugin
+
+            await scheduler.register_worker_plugin(
+                comm=None, plugin=dumps(MarsWorkerPlugin(scheduler_has_plugin=True)), name=P.PLUGIN_NAME, idempotent=True
+            )
+
+    # -- hooks --------------------------------------------------------------------------
+    def update_graph(self, scheduler, *, annotations=None, **kwargs):
+        if annotations:
+            self.quota.update_graph(annotations)
+
+    def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs):
+        if finish in ("memory", "forgotten", "erred"):
+            ts = self.scheduler.tasks.get(key)
+            tile = (ts.annotations or {}).get(P.ANN_TILEABLE) if ts is not None else None
+            if tile is not None:
+                self.quota.task_done(key, tile)
+        self.recovery.transition(key, start, finish, stimulus_id)
+
+    def log_event(self, topic, msg):
+        if topic == "all" and isinstance(msg, dict) and msg.get("action") == "remove-worker":
+            self.recovery.remove_worker_event(msg)
+
+    def add_worker(self, scheduler, worker):
+        self.recovery.add_worker(worker)
+
+    def remove_worker(self, scheduler, worker, *, stimulus_id=None, **kwargs):
+        self.recovery.remove_worker(stimulus_id)
+
+    # -- handlers -----------------------------------------------------------------------
+    def _hello(self, worker, persistent=False, keys=()):
+        return self.recovery.hello(worker, persistent, keys)
+
+    def _adopted(self, worker, keys=()):
+        self.recovery.adopted(worker, keys)
+        return "OK"
+
+    def _worker_exit(self, **report):
+        self.recovery.worker_exit(report)
+        return "OK"
+
+    def _used(self, worker=None, key=None, tileable=None, used=0):
+        self.quota.observe(tileable, int(used), held=self.recovery.held_keys())
+
+    def _stats(self):
+        """Counters for tests, benchmarks and the curious (``client.run_on_scheduler``
+        is not needed: ``rpc.mars_stats()``)."""
+        return {**self.recovery.counts, "exclusive": len(self.quota.exclusive),
+                "observed": dict(self.quota.observed)}

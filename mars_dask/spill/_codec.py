@@ -1,0 +1,255 @@
+"""Codecs turning a value into a file payload and back.
+
+- ``numpy``: a plain ndarray of a non-object dtype is its raw buffer (C order; an F-ordered
+  array is stored as its C-ordered transpose, any other layout is made contiguous) plus a
+  small header (dtype, shape, order). Decoding is ``np.frombuffer`` on the file's memory
+  map: zero copy, and **read-only** -- a kernel that writes into an input must copy it.
+- ``arrow``: pandas DataFrame / Series / Index without object-dtype data, as an Arrow IPC
+  file. Decoding reads the IPC file from the memory map; numeric columns without nulls stay
+  views of the map (``to_pandas(split_blocks=True)``), others are converted.
+- ``dask``: anything else, through ``distributed.protocol.serialize_bytelist`` (Dask's own
+  serializers: dask, then pickle), read back with ``deserialize_bytes``.
+
+Compression (``lz4``, disk tier only) wraps the payload as a sequence of blocks, each
+prefixed by its raw and compressed lengths; decoding then needs a private buffer.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+_ARROW_TYPES: tuple = ()
+
+
+def _pandas_types() -> tuple:
+    global _ARROW_TYPES
+    if not _ARROW_TYPES:
+        import pandas as pd
+
+        _ARROW_TYPES = (pd.DataFrame, pd.Series, pd.Index)
+    return _ARROW_TYPES
+
+
+@dataclass
+class Encoded:
+    kind: str
+    meta: dict
+    nbytes: int                       # size of the value in memory (what sizeof reports)
+    write: Callable[[Any], None]      # writes the payload into a sink
+    size: int | None = None           # payload bytes, when known up front
+
+
+# -- numpy ------------------------------------------------------------------------------
+def _encode_numpy(x: np.ndarray) -> Encoded:
+    if x.flags.c_contiguous:
+        flat, order = x, "C"
+    elif x.flags.f_contiguous:
+        flat, order = x.T, "F"
+    else:
+        flat, order = np.ascontiguousarray(x), "C"
+    raw = flat.reshape(-1).view(np.uint8)
+    meta = {"dtype": pickle.dumps(x.dtype, protocol=5), "shape": list(x.shape), "order": order}
+    return Encoded("numpy", meta, x.nbytes, lambda sink: sink.write(raw), raw.nbytes)
+
+
+def _decode_numpy(meta: dict, buf, offset: int, size: int) -> np.ndarray:
+    dtype = pickle.loads(meta["dtype"])
+    shape = tuple(meta["shape"])
+    flat = np.frombuffer(buf, dtype=np.uint8, count=size, offset=offset)
+    if dtype.itemsize:
+        flat = flat.view(dtype)
+    else:
+        flat = np.empty(0, dtype=dtype)
+    if meta["order"] == "F":
+        out = flat.reshape(shape[::-1]).T
+    else:
+        out = flat.reshape(shape)
+    if out.flags.writeable:  # private buffers (disk reads) are shared with every reader too
+        out.flags.writeable = False
+    return out
+
+
+# -- pandas via Arrow -------------------------------------------------------------------
+def _arrow_eligible(x) -> bool:
+    import pandas as pd
+
+    if isinstance(x, pd.DataFrame):
+        if not x.columns.is_unique or x.columns.dtype == object and not all(
+            isinstance(c, str) for c in x.columns
+        ):
+            return False
+        if isinstance(x.columns, pd.MultiIndex):
+            return False
+        dtypes = list(x.dtypes)
+    elif isinstance(x, pd.Series):
+        dtypes = [x.dtype]
+    else:
+        dtypes = []
+    index = x if isinstance(x, pd.Index) else x.index
+    levels = index.levels if isinstance(index, pd.MultiIndex) else [index]
+    dtypes += [lvl.dtype for lvl in levels]
+    return not any(d == object for d in dtypes)
+
+
+def _encode_arrow(x) -> Encoded | None:
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(x, pd.DataFrame):
+        form, df, name = "frame", x, None
+    elif isinstance(x, pd.Series):
+        form, df, name = "series", x.to_frame(name="__series__"), x.name
+    else:
+        form, df, name = "index", pd.DataFrame(index=x), None
+    try:
+        table = pa.Table.from_pandas(df, preserve_index=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    meta = {"form": form, "name": pickle.dumps(name, protocol=5),
+            # Arrow keeps the values of a DatetimeIndex/TimedeltaIndex, not its freq
+            "freq": getattr(df.index, "freqstr", None)}
+    if form == "index":
+        meta["index_name"] = pickle.dumps(x.name, protocol=5)
+
+    def write(sink):
+        with pa.ipc.new_file(pa.PythonFile(sink, mode="w"), table.schema) as w:
+            w.write_table(table)
+
+    return Encoded("arrow", meta, int(table.nbytes), write)
+
+
+def _decode_arrow(meta: dict, buf, offset: int, size: int):
+    import pyarrow as pa
+
+    table = pa.ipc.open_file(pa.py_buffer(buf).slice(offset, size)).read_all()
+    df = table.to_pandas(split_blocks=True)
+    if meta.get("freq"):
+        df.index = type(df.index)(df.index, freq=meta["freq"])
+    form = meta["form"]
+    if form == "frame":
+        return df
+    if form == "series":
+        s = df["__series__"]
+        s.name = pickle.loads(meta["name"])
+        return s
+    idx = df.index
+    idx.name = pickle.loads(meta["index_name"]) if idx.nlevels == 1 else idx.name
+    return idx
+
+
+# -- everything else: Dask's serialization ----------------------------------------------
+def _encode_dask(x) -> Encoded:
+    from distributed.protocol import serialize_bytelist
+    from distributed.sizeof import safe_sizeof
+
+    frames = serialize_bytelist(x, compression=False, on_error="raise")
+
+    def write(sink):
+        for f in frames:
+            sink.write(f)
+
+    size = sum(memoryview(f).nbytes for f in frames)
+    return Encoded("dask", {}, safe_sizeof(x), write, size)
+
+
+def _decode_dask(meta: dict, buf, offset: int, size: int):
+    from distributed.protocol import deserialize_bytes
+
+    return deserialize_bytes(memoryview(buf)[offset:offset + size])
+
+
+def encode(x) -> Encoded:
+    """Pick the codec for ``x`` (see the module docstring)."""
+    if type(x) in (np.ndarray, np.memmap) and not x.dtype.hasobject:
+        return _encode_numpy(x)
+    if isinstance(x, _pandas_types()) and _arrow_eligible(x):
+        enc = _encode_arrow(x)
+        if enc is not None:
+            return enc
+    return _encode_dask(x)
+
+
+_DECODERS = {"numpy": _decode_numpy, "arrow": _decode_arrow, "dask": _decode_dask}
+
+
+def decode(kind: str, meta: dict, buf, offset: int, size: int):
+    """The value stored in ``buf[offset:offset + size]``; views keep ``buf`` itself alive."""
+    return _DECODERS[kind](meta, buf, offset, size)
+
+
+# -- lz4 block stream -------------------------------------------------------------------
+_BLOCK = struct.Struct("<II")
+LZ4_BLOCK = 4 * 2**20
+
+
+class Lz4Sink:
+    """Wraps a sink: buffers raw bytes and writes ``[raw len][compressed len][block]``."""
+
+    def __init__(self, sink):
+        self.sink = sink
+        self.buf = bytearray()
+        self.raw = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.raw
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    closed = False
+
+    def _emit(self, block) -> None:
+        import lz4.block
+
+        comp = lz4.block.compress(block, store_size=False)
+        self.sink.write(_BLOCK.pack(len(block), len(comp)) + comp)
+
+    def write(self, data) -> int:
+        mv = memoryview(data).cast("B")
+        n = len(mv)
+        self.raw += n
+        if not self.buf and len(mv) >= LZ4_BLOCK:
+            while len(mv) >= LZ4_BLOCK:
+                self._emit(mv[:LZ4_BLOCK])
+                mv = mv[LZ4_BLOCK:]
+        self.buf += mv
+        while len(self.buf) >= LZ4_BLOCK:
+            self._emit(bytes(self.buf[:LZ4_BLOCK]))
+            del self.buf[:LZ4_BLOCK]
+        return n
+
+    def finish(self) -> None:
+        if self.buf:
+            self._emit(bytes(self.buf))
+            self.buf = bytearray()
+
+
+def lz4_decompress(payload, out_alloc) -> memoryview:
+    """Decompress a block stream into ``out_alloc(raw_size)``; returns the raw bytes view."""
+    import lz4.block
+
+    mv = memoryview(payload).cast("B")
+    blocks, pos, total = [], 0, 0
+    while pos < len(mv):
+        raw, comp = _BLOCK.unpack_from(mv, pos)
+        blocks.append((pos + _BLOCK.size, raw, comp))
+        pos += _BLOCK.size + comp
+        total += raw
+    out = out_alloc(total)
+    dst = memoryview(out)[:total]
+    at = 0
+    for start, raw, comp in blocks:
+        dst[at:at + raw] = lz4.block.decompress(mv[start:start + comp], uncompressed_size=raw)
+        at += raw
+    return dst

@@ -1,0 +1,494 @@
+"""``MarsStore``: the worker's ``data`` mapping, a node-local store that outlives the process.
+
+Tiers (as Mars's plasma store + spill): every value is written once to a file in the
+shared-memory directory (``/dev/shm``) and the store holds the value *read back from that
+file's memory map* -- the result is in memory once, in pages that belong to tmpfs rather
+than to the process, so they survive a SIGKILL. When the shared-memory tier exceeds its
+limit, least recently used values move to the disk directory (an O_DIRECT sequential copy
+of the file; the shared-memory file is then deleted). Values read back from disk are cached
+(bounded by the same limit) and dropped again without rewriting: a key's file is written
+once and never rewritten by eviction or read-back (zict.Buffer rewrites on every cycle).
+
+The in-memory part is a ``zict.LRU`` (``store.fast``) whose eviction callback demotes a
+value to disk; ``store.evict()`` implements Dask's ``ManualEvictProto`` so the worker's
+memory monitor spills under pressure at ``distributed.worker.memory.spill`` exactly as it
+does with the default ``SpillBuffer``.
+
+Files live under ``<directory>/<scheduler address>/<worker name>/`` and
+``<spill-directory>/<scheduler address>/<worker name>/``. A new process with the same name
+finds the previous process's keys (:meth:`MarsStore.existing_keys`) without exposing them
+in the mapping (Dask requires ``Worker.data`` to be empty when the worker registers); the
+restart logic calls :meth:`MarsStore.recover` for each key still wanted and hands the value
+to the worker (``store[key] = value`` with that same object adopts the file, no rewrite),
+then :meth:`MarsStore.discard_existing` for the rest.
+
+Who removes the files: ``store.close(remove=True)``, called by the ``StoreTeardown`` worker
+plugin that the store installs on its worker (so a clean worker close, ``client.restart()``
+and cluster close remove everything); deleting a key removes its file at once. A process
+killed by a signal leaves its files for its successor (or for :func:`purge_store`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+import dask.config
+import zict
+from dask.utils import parse_bytes
+
+from ..errors import StoreCorruptError, StoreError
+from . import _files
+from ._codec import Lz4Sink, decode, encode, lz4_decompress
+from ._worker import find_constructing_worker, install_teardown
+
+logger = logging.getLogger("mars_dask.spill")
+
+_UNSET: Any = object()
+
+
+def _cfg(key: str):
+    return dask.config.get(f"mars-dask.store.{key}", default=None)
+
+
+def _safe(s) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(s)).strip("_") or "_"
+
+
+def default_directory() -> str:
+    """Per-user shared-memory root: ``/dev/shm/mars-dask-<user>`` (temp dir if no /dev/shm)."""
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = str(os.getuid())
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    return os.path.join(base, f"mars-dask-{_safe(user)}")
+
+
+def store_dirs(directory: str, spill_directory: str, cluster: str, name: str) -> tuple[str, str]:
+    """The two directories holding the files of worker ``name`` in cluster ``cluster``."""
+    return (os.path.join(directory, _safe(cluster), _safe(name)),
+            os.path.join(spill_directory, _safe(cluster), _safe(name)))
+
+
+def _remove_dir(path: str) -> None:
+    """Remove a store directory and its cluster directory if that is now empty."""
+    shutil.rmtree(path, ignore_errors=True)
+    try:
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
+
+
+def purge_store(directory: str, spill_directory: str, cluster: str, name: str) -> None:
+    """Remove the files a (dead) worker left, e.g. from a nanny that is closing."""
+    for d in store_dirs(directory, spill_directory, cluster, name):
+        _remove_dir(d)
+
+
+def _key_file(key) -> str:
+    return hashlib.blake2b(repr(key).encode(), digest_size=16).hexdigest() + _files.SUFFIX
+
+
+def _untuple(key):
+    """msgpack turns tuples into lists; Dask keys are str | bytes | int | float | tuple."""
+    return tuple(_untuple(k) for k in key) if isinstance(key, list) else key
+
+
+class _Entry:
+    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes")
+
+    def __init__(self, key, tier, path, header, offset, size, nbytes):
+        self.key = key
+        self.tier = tier          # "shm" | "disk" | "heap" (no file: both writes failed)
+        self.path = path
+        self.header = header
+        self.offset = offset      # payload offset in the file
+        self.size = size          # payload bytes in the file
+        self.nbytes = nbytes      # bytes in memory when materialized
+
+    @property
+    def weight_in_memory(self) -> int:
+        """What holding the value costs: the whole file for the shared-memory tier."""
+        return self.offset + self.size if self.tier == "shm" else self.nbytes
+
+
+class MarsStore(MutableMapping):
+    """Node-local result store; use as ``Worker(data=MarsStore)`` or
+    ``Worker(data=(MarsStore, {...}))`` / ``LocalCluster(data=...)``.
+
+    Parameters (keyword-only; each defaults to ``mars-dask.store.*`` in dask.config)
+    ----------
+    worker_local_directory: filled in by Dask (positionally) when the store is built by the
+        worker; the default disk directory is beside it.
+    directory: shared-memory root (default :func:`default_directory`).
+    spill_directory: disk root (default ``<worker local dir>/../mars-spill``, else temp dir).
+    name: stable worker identity (default: the worker's name, else its nanny's address).
+    cluster: cluster identity (default: the scheduler address).
+    memory_limit: the worker's memory limit (default: discovered from the worker).
+    shm_limit: bytes in memory (shared-memory tier + cached read-backs) before LRU values
+        go to disk; fraction (<= 1) of ``memory_limit`` or bytes.
+    compression: None or "lz4" (disk tier only).
+    o_direct: O_DIRECT disk writes.
+    read_mode: how disk files are read back: "mmap" (page cache, read-ahead; zero copy) or
+        "direct" (O_DIRECT into a private, pooled buffer).
+    """
+
+    def __init__(self, worker_local_directory=None, *, directory=None, spill_directory=None,
+                 name=None, cluster=None, memory_limit=None, shm_limit=_UNSET,
+                 compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET):
+        worker, manager = find_constructing_worker()
+        self._worker = weakref.ref(worker) if worker is not None else None
+        if memory_limit is None and manager is not None:
+            memory_limit = manager.memory_limit
+        self.memory_limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else memory_limit
+        self.directory = directory or _cfg("directory") or default_directory()
+        spill = spill_directory or _cfg("spill-directory")
+        if not spill:
+            spill = (os.path.join(os.path.dirname(worker_local_directory), "mars-spill")
+                     if worker_local_directory else
+                     os.path.join(tempfile.gettempdir(), "mars-dask-spill"))
+        self.spill_directory = spill
+        if name is None and worker is not None:
+            # the name as configured (before Worker.start replaces None by its address)
+            name = worker.name if worker.name is not None else worker.nanny
+        self._name = name
+        self._cluster = cluster
+        self.shm_limit = self._parse_limit(_cfg("shm-limit") if shm_limit is _UNSET else shm_limit)
+        self.compression = _cfg("compression") if compression is _UNSET else compression
+        if self.compression not in (None, "lz4"):
+            raise ValueError(f"compression must be None or 'lz4', got {self.compression!r}")
+        self.o_direct = bool(_cfg("o-direct") if o_direct is _UNSET else o_direct)
+        self.read_mode = (_cfg("read") or "mmap") if read_mode is _UNSET else read_mode
+        if self.read_mode not in ("mmap", "direct"):
+            raise ValueError(f"read_mode must be 'mmap' or 'direct', got {self.read_mode!r}")
+        chunk = _cfg("io-chunk") if io_chunk is _UNSET else io_chunk
+        self.io_chunk = parse_bytes(chunk) if isinstance(chunk, str) else int(chunk or 16 * 2**20)
+
+        self._lock = threading.RLock()
+        self._entries: dict = {}
+        self._orphans: dict = {}
+        self._recovering: dict = {}
+        self._dirs: tuple[str, str] | None = None
+        self._closed = False
+        self._lru: zict.LRU = zict.LRU(self.shm_limit, {}, on_evict=[self._demote],
+                                       weight=lambda k, v: self._entries[k].weight_in_memory)
+        if worker is not None:
+            install_teardown(worker)
+
+    # -- configuration ------------------------------------------------------------------
+    def _parse_limit(self, limit) -> int:
+        if isinstance(limit, str):
+            return parse_bytes(limit)
+        if limit is None:
+            frac = dask.config.get("distributed.worker.memory.target") or 0.6
+        elif limit <= 1:
+            frac = float(limit)
+        else:
+            return int(limit)
+        total = self.memory_limit
+        if not total:
+            import psutil
+
+            total = psutil.virtual_memory().total // 2
+        return int(total * frac)
+
+    @property
+    def name(self) -> str:
+        if self._name is None:
+            self._name = f"pid{os.getpid()}-{os.urandom(4).hex()}"  # not restartable
+        return str(self._name)
+
+    @property
+    def cluster(self) -> str:
+        if self._cluster is None:
+            w = self._worker() if self._worker else None
+            sched = getattr(getattr(w, "scheduler", None), "address", None)
+            self._cluster = sched or "local"
+        return str(self._cluster)
+
+    @property
+    def dirs(self) -> tuple[str, str]:
+        """(shared-memory dir, disk dir) of this store; scanning for a previous process's
+        files happens the first time they are needed."""
+        with self._lock:
+            if self._dirs is None:
+                if self._closed:
+                    raise StoreError("store is closed")
+                self._dirs = store_dirs(self.directory, self.spill_directory, self.cluster, self.name)
+                for d in self._dirs:
+                    os.makedirs(d, mode=0o700, exist_ok=True)
+                self._scan()
+            return self._dirs
+
+    # -- the mapping --------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator:
+        return iter(list(self._entries))
+
+    def __contains__(self, key) -> bool:
+        return key in self._entries
+
+    def __getitem__(self, key):
+        with self._lock:
+            try:
+                return self._lru[key]
+            except KeyError:
+                pass
+            entry = self._entries[key]
+            value = self._load(entry)
+            if entry.nbytes <= self._lru.n:
+                self._lru[key] = value
+            return value
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            if key in self._entries:
+                del self[key]
+            pending = self._recovering.pop(key, None)
+            if pending is not None and pending[1] is value:
+                self._adopt(pending[0], value)
+                return
+            if key in self._orphans:
+                self._unlink(self._orphans.pop(key))
+            enc = encode(value)
+            entry = None
+            if (enc.size if enc.size is not None else enc.nbytes) <= self._lru.n:
+                entry = self._try_write(key, enc, "shm")
+            if entry is None:
+                entry = self._try_write(key, enc, "disk")
+            if entry is None:  # no file at all; keep it in the heap like a plain dict
+                entry = _Entry(key, "heap", None, None, 0, 0, enc.nbytes)
+            self._entries[key] = entry
+            if entry.tier == "shm":
+                held = value if enc.kind == "dask" else self._load(entry)
+                self._lru[key] = held
+            elif entry.tier == "heap":
+                self._lru.set_noevict(key, value)
+
+    def __delitem__(self, key) -> None:
+        with self._lock:
+            entry = self._entries.pop(key)
+            if key in self._lru:
+                del self._lru[key]
+            self._unlink(entry)
+
+    # -- Dask's ManualEvictProto (worker memory monitor) --------------------------------
+    @property
+    def fast(self) -> zict.LRU:
+        """Values materialized in this process (shared-memory tier + cached read-backs)."""
+        return self._lru
+
+    def evict(self) -> int:
+        """Move the least recently used in-memory value to disk (or drop its cached copy
+        if it is already there). Returns the bytes freed, -1 if nothing could be evicted."""
+        with self._lock:
+            try:
+                _, _, weight = self._lru.evict()
+                return int(weight)
+            except Exception as e:
+                if self._lru:
+                    logger.error("Spill to disk failed: %s", e)
+                return -1
+
+    @property
+    def spilled_total(self):
+        """``SpilledSize(memory, disk)`` of the keys on disk (what Worker metrics read)."""
+        from distributed.spill import SpilledSize
+
+        on_disk = [e for e in self._entries.values() if e.tier == "disk"]
+        return SpilledSize(sum(e.nbytes for e in on_disk),
+                           sum(e.offset + e.size for e in on_disk))
+
+    def nbytes_of(self, key) -> int:
+        """Size in memory of a stored (or recoverable) key's value."""
+        entry = self._entries.get(key) or self._orphans[key]
+        return entry.nbytes
+
+    def tier_of(self, key) -> str:
+        """"shm", "disk" or "heap"."""
+        return self._entries[key].tier
+
+    def path_of(self, key) -> str | None:
+        return self._entries[key].path
+
+    # -- restart: keys left by a previous process with the same name --------------------
+    def existing_keys(self) -> dict:
+        """``{key: nbytes}`` of the files a previous process of this worker left (not part
+        of the mapping until adopted)."""
+        self.dirs
+        with self._lock:
+            return {k: e.nbytes for k, e in self._orphans.items()}
+
+    def recover(self, key):
+        """The value of a previous process's key, read from its file. Storing exactly this
+        object under ``key`` (``store[key] = value``, which ``Worker.update_data`` does)
+        adopts the file instead of writing a new one."""
+        self.dirs
+        with self._lock:
+            entry = self._orphans[key]
+            value = self._load(entry)
+            self._recovering[key] = (entry, value)
+            return value
+
+    def discard_existing(self, keys=None) -> None:
+        """Delete a previous process's files (all, or ``keys``) that are not wanted."""
+        self.dirs
+        with self._lock:
+            for k in list(self._orphans if keys is None else keys):
+                entry = self._orphans.pop(k, None)
+                self._recovering.pop(k, None)
+                if entry is not None:
+                    self._unlink(entry)
+
+    def close(self, remove: bool = True) -> None:
+        """Forget every value; with ``remove`` delete every file and directory the store
+        wrote (including a previous process's leftovers). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._lru = zict.LRU(0, {})  # drop the held values without demoting them
+            entries = list(self._entries.values()) + list(self._orphans.values())
+            self._entries.clear()
+            self._orphans.clear()
+            self._recovering.clear()
+            if remove and self._dirs is not None:
+                for e in entries:
+                    self._unlink(e)
+                for d in self._dirs:
+                    _remove_dir(d)
+
+    def __repr__(self) -> str:
+        n = len(self._entries)
+        return f"<MarsStore {self._name!r}: {n} keys, {self._lru.total_weight}/{self._lru.n} B in memory>"
+
+    # -- internals ----------------------------------------------------------------------
+    def _path(self, tier: str, key) -> str:
+        shm, disk = self.dirs
+        return os.path.join(shm if tier == "shm" else disk, _key_file(key))
+
+    def _try_write(self, key, enc, tier: str) -> _Entry | None:
+        path = self._path(tier, key)
+        compress = tier == "disk" and self.compression == "lz4"
+        header = {"key": key, "kind": enc.kind, "meta": enc.meta, "nbytes": enc.nbytes,
+                  "compression": "lz4" if compress else None,
+                  "size": None if compress else enc.size}
+        try:
+            size = self._write(path, header, enc.write, tier, compress)
+        except OSError as e:
+            logger.warning("cannot write %s to the %s tier (%s)", key, tier, e)
+            return None
+        return self._entry_from(key, tier, path, header, size)
+
+    def _write(self, path, header, write_payload, tier, compress) -> int:
+        def payload(sink):
+            if compress:
+                z = Lz4Sink(sink)
+                write_payload(z)
+                z.finish()
+            else:
+                write_payload(sink)
+
+        return _files.write_file(path, header, payload, direct=self.o_direct and tier == "disk",
+                                 chunk=self.io_chunk)
+
+    @staticmethod
+    def _entry_from(key, tier, path, header, file_size) -> _Entry:
+        offset = len(_files.header_block(header))
+        e = _Entry(key, tier, path, header, offset, file_size - offset, header["nbytes"])
+        return e
+
+    def _load(self, entry: _Entry):
+        if entry.tier == "heap":
+            raise StoreError(f"{entry.key!r} is held in the heap only")  # always in the LRU
+        h = entry.header
+        offset, size = entry.offset, entry.size
+        compressed = h.get("compression") == "lz4"
+        if entry.tier == "disk" and self.read_mode == "direct":
+            buf = _files.read_file_direct(entry.path, self.io_chunk)
+        else:
+            buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
+        if compressed:
+            raw = lz4_decompress(memoryview(buf)[offset:offset + size], _files.aligned_buffer)
+            buf, offset, size = raw.obj, 0, raw.nbytes
+        return decode(h["kind"], h["meta"], buf, offset, size)
+
+    def _demote(self, key, value) -> None:
+        """zict.LRU on_evict: make sure the value is on disk before it leaves memory."""
+        entry = self._entries.get(key)
+        if entry is None or entry.tier == "disk":
+            return  # a cached read-back: the file is already there
+        path = self._path("disk", key)
+        compress = self.compression == "lz4"
+        if entry.tier == "heap":
+            enc = encode(value)
+            header = dict(entry.header or {}, key=key, kind=enc.kind, meta=enc.meta,
+                          nbytes=enc.nbytes, compression="lz4" if compress else None,
+                          size=None if compress else enc.size)
+            size = self._write(path, header, enc.write, "disk", compress)
+        else:
+            header = dict(entry.header, compression="lz4" if compress else None,
+                          size=None if compress else entry.size)
+            mm = _files.map_file(entry.path)
+            src = memoryview(mm)[entry.offset:entry.offset + entry.size]
+            try:
+                size = self._write(path, header, lambda sink: sink.write(src), "disk", compress)
+            finally:
+                src.release()
+                del src
+                mm.close()
+            old = entry.path
+            os.unlink(old)
+        new = self._entry_from(key, "disk", path, header, size)
+        entry.tier, entry.path, entry.header = "disk", path, header
+        entry.offset, entry.size = new.offset, new.size
+
+    def _adopt(self, entry: _Entry, value) -> None:
+        self._orphans.pop(entry.key, None)
+        self._entries[entry.key] = entry
+        if entry.tier == "shm" or entry.nbytes <= self._lru.n:
+            self._lru[entry.key] = value
+
+    def _unlink(self, entry: _Entry) -> None:
+        if entry.path:
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
+
+    def _scan(self) -> None:
+        """Find a previous process's files: remove torn writes and unreadable files; a key
+        found in both tiers (killed while moving it to disk) keeps its disk file."""
+        for tier, d in zip(("shm", "disk"), self._dirs):
+            for fn in os.listdir(d):
+                path = os.path.join(d, fn)
+                if _files.is_tmp_name(fn) or not fn.endswith(_files.SUFFIX):
+                    logger.info("removing incomplete store file %s", path)
+                    os.unlink(path)
+                    continue
+                try:
+                    header, offset = _files.read_header(path)
+                    key = _untuple(header["key"])
+                except (StoreCorruptError, ValueError, KeyError, OSError) as e:
+                    logger.warning("removing unreadable store file %s: %s", path, e)
+                    os.unlink(path)
+                    continue
+                header["key"] = key
+                size = os.stat(path).st_size
+                prev = self._orphans.get(key)
+                if prev is not None:  # shm is scanned first: keep the disk copy
+                    os.unlink(prev.path)
+                self._orphans[key] = _Entry(key, tier, path, header, offset, size - offset,
+                                            header["nbytes"])

@@ -1,0 +1,44 @@
+"""Chunk kernels for the worker tests (importable by the worker processes)."""
+
+import time
+
+import numpy as np
+
+
+def slow_add_one(a, delay=0.1):
+    time.sleep(delay)
+    return a + 1
+
+
+def hog(a, nbytes=0, hold=0.3):
+    """Allocate and touch ``nbytes`` temporarily (as a kernel with a big temporary)."""
+    if nbytes:
+        buf = np.ones(int(nbytes), dtype=np.uint8)
+        time.sleep(hold)
+        del buf
+    return a + 1
+
+
+def creep(a, nbytes=0, step=64 * 2**20, pause=0.02):
+    """Grow to ``nbytes`` gradually (so that the nanny's memory monitor sees it)."""
+    parts = []
+    total = 0
+    while total < nbytes:
+        parts.append(np.ones(step, dtype=np.uint8))
+        total += step
+        time.sleep(pause)
+    time.sleep(1.0)
+    return a + 1
+
+
+def oom_or_sleep(a, nbytes=0, delay=3.0):
+    """The chunk holding 0 grows beyond the worker's memory limit; the others sleep."""
+    if a.size and a.flat[0] == 0:
+        return creep(a, nbytes)
+    time.sleep(delay)
+    return a + 1
+
+
+def block(a, delay=2.0):
+    time.sleep(delay)
+    return a

@@ -1,0 +1,228 @@
+"""mars_dask.plugins on real CLI clusters (tests/worker/conftest.py): restart without
+recomputation, quota admission, OOM handling, ordering, no leftovers.
+
+Every test bounds its waits; the cluster fixture kills what it started."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import mars_dask
+import mars_dask.tensor as mt
+from mars_dask.errors import MarsOutOfMemoryError
+from mars_dask.plugins import memory_hint
+from mars_dask.tensor.arithmetic import elementwise
+from tests.worker import _kernels as K
+
+GiB = 2**30
+# generous: this machine is shared and a worker process can take seconds to start
+MARS_ENV = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"}
+
+
+def _run_in_thread(fn, *args):
+    box = {}
+
+    def run():
+        try:
+            box["result"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, box
+
+
+def _holder_with_most(cluster, chunks):
+    who = cluster.client.who_has([c.future for c in chunks])
+    per = Counter(a for addrs in who.values() for a in addrs)
+    addr, n = per.most_common(1)[0]
+    return cluster.workers()[addr]["name"], n
+
+
+def _persist_kill_finish(cluster):
+    """Persist 64 chunks, start a job over them, SIGKILL the worker process holding most
+    of them mid-job; return (re-executions of the stored chunks, chunks it held, result
+    ok)."""
+    x = mt.random.rand(64, 20_000, chunk_size=(1, 20_000))
+    mars_dask.execute(x)
+    xv = x.fetch()
+    xkeys = [str(c.key) for c in x.data.chunks]
+    name, held = _holder_with_most(cluster, x.data.chunks)
+    assert held >= 16
+
+    s = elementwise(K.slow_add_one, x, dtype=float, delay=0.15).sum()
+    t, box = _run_in_thread(mars_dask.execute, s)
+    cluster.wait(lambda: sum(v for k, v in cluster.counts()["finished"].items() if k not in xkeys) >= 8,
+                 60, "job progress")
+    cluster.kill_worker_process(name)
+    t.join(180)
+    assert not t.is_alive(), "job did not finish\n" + cluster.logs()
+    if "error" in box:
+        raise box["error"]
+    ok = np.isclose(s.fetch(), (xv + 1).sum())
+    counts = cluster.counts()
+    reexec = sum(counts["executed"].get(k, 0) - 1 for k in xkeys)
+    assert len(counts["removed"]) == 1
+    return reexec, held, ok
+
+
+@pytest.mark.timeout(300)
+def test_sigkill_keeps_stored_chunks_and_cleans_up(cli_cluster):
+    """(1) + (4): no stored chunk re-executes; nothing is left after the cluster closes."""
+    c = cli_cluster(mars=True, n_workers=2, nthreads=2, memory_limit="2GiB", env=MARS_ENV)
+    reexec, held, ok = _persist_kill_finish(c)
+    assert ok
+    assert reexec == 0
+    stats = c.mars_stats()
+    assert stats["adopted"] >= held
+    c.close()
+    left = [p for p in c.shm_dir.rglob("*") if p.is_file()] if c.shm_dir.exists() else []
+    left += [p for p in c.spill_dir.rglob("*") if p.is_file()] if c.spill_dir.exists() else []
+    assert left == [], left
+
+
+@pytest.mark.timeout(300)
+def test_sigkill_plain_dask_recomputes_everything_lost(cli_cluster):
+    """(1), the baseline: the same cluster without mars_dask re-executes every stored
+    chunk the killed process held."""
+    c = cli_cluster(mars=False, n_workers=2, nthreads=2, memory_limit="2GiB")
+    reexec, held, ok = _persist_kill_finish(c)
+    assert ok
+    assert reexec == held > 0
+
+
+def _hogs(n, nbytes):
+    x = mt.ones(n, chunk_size=1)
+    y = elementwise(K.hog, x, dtype=float, nbytes=nbytes, hold=0.5)
+    return memory_hint(y, nbytes)
+
+
+def _quota_run(cli_cluster, mars, n, nbytes, limit):
+    c = cli_cluster(mars=mars, n_workers=2, nthreads=4, memory_limit=limit,
+                    env={**MARS_ENV, "DASK_MARS_DASK__SCHEDULER__MIN_ESTIMATE_FRACTION": "1.0"} if mars else None)
+    y = _hogs(n, nbytes)
+    if mars:
+        mars_dask.execute(y)
+        assert (y.fetch() == 2).all()
+        assert c.counts()["removed"] == []
+        tile = y.data.key
+        used = c.mars_stats()["observed"].get(tile)
+        assert used is not None and used >= 0.6 * nbytes, used  # what a chunk really used
+    else:
+        t, box = _run_in_thread(mars_dask.execute, y)
+        c.wait(lambda: len(c.counts()["removed"]) >= 1, 120, "a plain Dask worker death")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mars", [True, False], ids=["mars_dask", "plain"])
+def test_quota_admission_small(cli_cluster, mars):
+    """(2), scaled down: 8 tasks x 0.75 GiB on 2 workers x 4 threads, 2 GiB limit: plain
+    Dask loses workers; with quota admission no worker dies."""
+    _quota_run(cli_cluster, mars, 8, int(0.75 * GiB), "2GiB")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mars", [True, False], ids=["mars_dask", "plain"])
+def test_quota_admission_full(cli_cluster, mars):
+    """(2): 32 tasks x 1.5 GiB on 2 workers x 4 threads with a 4 GiB limit."""
+    _quota_run(cli_cluster, mars, 32, int(1.5 * GiB), "4GiB")
+
+
+@pytest.mark.timeout(300)
+def test_task_over_the_limit_fails_clearly_after_running_alone(cli_cluster):
+    """(3): the culprit is retried alone (bystanders too, then they finish), and fails
+    with MarsOutOfMemoryError at its second kill -- not KilledWorker after 4."""
+    c = cli_cluster(mars=True, n_workers=1, nthreads=4, memory_limit="1GiB", env=MARS_ENV)
+    x = mt.arange(4, chunk_size=1)
+    # the bystanders sleep long enough to be running when the culprit first kills the worker
+    y = memory_hint(elementwise(K.oom_or_sleep, x, dtype=np.int64, nbytes=int(1.5 * GiB), delay=6.0),
+                    10 * 2**20)
+    with pytest.raises(MarsOutOfMemoryError) as info:
+        mars_dask.execute(y)
+    msg = str(info.value)
+    assert y.data.key in msg and "ran out of memory while running alone" in msg
+    assert info.value.used and info.value.used > 0.5 * GiB
+    assert len(c.counts()["removed"]) == 2
+    st = c.mars_stats()
+    assert st["oom_failures"] == 1 and st["oom_retries"] >= 1
+
+
+@pytest.mark.timeout(300)
+def test_restrictions_from_update_graph_bound_concurrency(cli_cluster):
+    """SchedulerPlugin.update_graph runs before the new tasks are transitioned, so the
+    restrictions it sets are the ones they run with: four tasks estimated at 0.7 GiB on a
+    worker with a 1.2 GiB quota (and 4 threads) never overlap; unestimated ones do."""
+    c = cli_cluster(mars=True, n_workers=1, nthreads=4, memory_limit="2GiB",
+                    env={**MARS_ENV, "DASK_MARS_DASK__SCHEDULER__MIN_ESTIMATE_FRACTION": "1.0"})
+    a = memory_hint(elementwise(K.block, mt.ones(4, chunk_size=1), dtype=float, delay=0.5), int(0.7 * GiB))
+    b = elementwise(K.block, mt.zeros(4, chunk_size=1), dtype=float, delay=0.5)
+    mars_dask.execute(a)
+    mars_dask.execute(b)
+
+    def intervals(t):
+        starts = c.counts()["starts"]
+        return sorted(v[0][1:] for k, v in starts.items() if t.data.key in k)
+
+    ia, ib = intervals(a), intervals(b)
+    assert len(ia) == len(ib) == 4
+    assert all(s2 >= e1 - 0.01 for (_, e1), (s2, _) in zip(ia, ia[1:])), ia
+    assert any(s2 < e1 for (_, e1), (s2, _) in zip(ib, ib[1:])), ib
+
+
+@pytest.mark.timeout(300)
+def test_earlier_graph_runs_first(cli_cluster):
+    """Mars order on a 1-thread worker: of two graphs submitted while the worker is busy,
+    every root task of the earlier one starts before any task of the later one."""
+    c = cli_cluster(mars=True, n_workers=1, nthreads=1, memory_limit="2GiB", env=MARS_ENV)
+    blocker = c.client.submit(K.block, 0, 2.0, priority=10**18)
+    time.sleep(0.3)
+    g1 = elementwise(K.slow_add_one, mt.ones(6, chunk_size=1), dtype=float, delay=0.05)
+    g2 = elementwise(K.slow_add_one, mt.zeros(6, chunk_size=1), dtype=float, delay=0.05)
+    t1, b1 = _run_in_thread(mars_dask.execute, g1)
+    time.sleep(0.5)
+    t2, b2 = _run_in_thread(mars_dask.execute, g2)
+    t1.join(120)
+    t2.join(120)
+    assert "error" not in b1 and "error" not in b2
+    blocker.result()
+    starts = c.counts()["starts"]
+    s1 = [v[-1][1] for k, v in starts.items() if g1.data.key in k]
+    s2 = [v[-1][1] for k, v in starts.items() if g2.data.key in k]
+    assert len(s1) == len(s2) == 6
+    assert max(s1) < min(s2)
+
+
+@pytest.mark.timeout(300)
+def test_no_restart_falls_back_to_prioritized_recomputation(cli_cluster):
+    """A worker whose nanny is gone too: after the grace period its lost results are
+    recomputed elsewhere, with a priority above all normal work."""
+    c = cli_cluster(mars=True, n_workers=2, nthreads=2, memory_limit="2GiB",
+                    env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "3s"})
+    x = mt.random.rand(16, 1000, chunk_size=(1, 1000))
+    mars_dask.execute(x)
+    xv = x.fetch()
+    name, held = _holder_with_most(c, x.data.chunks)
+    addr, info = c.worker_by_name(name)
+    import os
+    import signal
+
+    nanny_pid = c.client.run(os.getppid, workers=[addr])[addr]
+    c.kill_worker_process(name)
+    os.kill(nanny_pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    c.wait(lambda: c.mars_stats()["recomputed"] >= held, 60, "fallback recomputation")
+    assert time.monotonic() - t0 >= 2.5  # held for the grace period first
+    np.testing.assert_allclose(x.fetch(), xv)
+
+    def prios(dask_scheduler, keys=tuple(str(k.key) for k in x.data.chunks)):
+        return {str(k): ts.priority[0] for k, ts in dask_scheduler.tasks.items() if str(k) in keys}
+
+    p = c.client.run_on_scheduler(prios)
+    assert sum(1 for v in p.values() if v < 0) == held  # boosted: recovery first

@@ -1,0 +1,374 @@
+"""MarsStore (mars_dask/spill): the worker's node-local ``data`` mapping.
+
+Unit tests of the mapping and its files, a restart simulated by a killed child process, and
+a real 2-process cluster using the store whose files must all be gone after it closes.
+Shared-memory files go to a unique directory under /dev/shm (removed by the fixture).
+"""
+
+from __future__ import annotations
+
+import gc
+import mmap
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import numpy as np
+import pandas as pd
+import pandas.testing as tm
+import pytest
+
+from mars_dask.spill import MarsStore
+
+pytestmark = pytest.mark.timeout(120)
+
+MiB = 2**20
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
+    shm = os.path.join(base, f"mars-dask-test-{uuid.uuid4().hex[:10]}")
+    spill = str(tmp_path / "spill")
+    os.makedirs(shm)
+    yield shm, spill
+    shutil.rmtree(shm, ignore_errors=True)
+
+
+def make_store(dirs, name="w0", **kw):
+    shm, spill = dirs
+    kw.setdefault("memory_limit", 2**30)
+    return MarsStore(directory=shm, spill_directory=spill, name=name, cluster="c", **kw)
+
+
+def files_under(*roots):
+    return [os.path.join(d, f) for r in roots for d, _, fs in os.walk(r) for f in fs]
+
+
+def mmap_backed(a) -> bool:
+    """Whether an ndarray's memory comes from a memory map (walks the .base chain)."""
+    obj = a
+    while obj is not None:
+        if isinstance(obj, mmap.mmap):
+            return True
+        if isinstance(obj, memoryview):
+            obj = obj.obj
+        else:
+            obj = getattr(obj, "base", None)
+    return False
+
+
+# -- round trips ------------------------------------------------------------------------
+NUMPY_CASES = {
+    "float": np.random.default_rng(0).random((7, 5)),
+    "0-d": np.array(3.5),
+    "int-1d": np.arange(10, dtype=np.int16),
+    "empty": np.empty((0, 3)),
+    "F-order": np.asfortranarray(np.arange(24.0).reshape(4, 6)),
+    "non-contiguous": np.arange(60).reshape(6, 10)[::2, 1::3],
+    "datetime": np.arange("2020-01-01", "2020-01-08", dtype="datetime64[D]"),
+    "structured": np.array([(1, 2.0), (3, 4.0)], dtype=[("a", "i4"), ("b", "f8")]),
+    "bool-3d": np.random.default_rng(1).random((2, 3, 4)) > 0.5,
+    "complex": np.arange(6) * (1 + 2j),
+    "bytes": np.array([b"ab", b"c"]),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMPY_CASES))
+def test_numpy_roundtrip(dirs, name):
+    x = NUMPY_CASES[name]
+    st = make_store(dirs)
+    st["k"] = x
+    got = st["k"]
+    assert type(got) is np.ndarray
+    assert got.dtype == x.dtype and got.shape == x.shape
+    np.testing.assert_array_equal(got, x)
+    assert not got.flags.writeable  # documented: kernels copy before writing
+    if x.flags.f_contiguous and not x.flags.c_contiguous:
+        assert got.flags.f_contiguous
+    if x.size:
+        assert mmap_backed(got)
+    st.close()
+
+
+def test_object_array_falls_back_to_dask_serialization(dirs):
+    x = np.array([{"a": 1}, None, "s"], dtype=object)
+    st = make_store(dirs)
+    st["k"] = x
+    assert st._entries["k"].header["kind"] == "dask"
+    assert st["k"] is x  # the object itself is held; the file is the durable copy
+    st2 = make_store(dirs, name="w0")
+    st.close(remove=False)
+    np.testing.assert_array_equal(st2.recover("k"), x)
+    st2.close()
+
+
+def _frames():
+    n = 6
+    return {
+        "mixed": pd.DataFrame({
+            "i": np.arange(n), "f": [1.5, np.nan, 2.0, 3.0, np.nan, 0.0],
+            "s": ["a", None, "ccc", "d", "", "f"],
+            "c": pd.Categorical(["x", "y", "x", None, "y", "x"]),
+            "t": pd.date_range("2021-01-01", periods=n, tz="UTC"),
+            "nat": [pd.Timestamp("2020-01-01"), pd.NaT] * 3,
+            "I": pd.array([1, None, 3, 4, None, 6], dtype="Int64"),
+            "b": [True, False] * 3,
+        }, index=pd.Index(list("uvwxyz"), name="key")),
+        "int-columns": pd.DataFrame({0: [1, 2], 1: [3.0, 4.0]}),
+        "multiindex": pd.DataFrame({"v": [1, 2]},
+                                   index=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)], names=["p", "q"])),
+        "empty": pd.DataFrame({"a": np.array([], dtype="f8")}),
+    }
+
+
+@pytest.mark.parametrize("name", list(_frames()))
+def test_dataframe_arrow_roundtrip(dirs, name):
+    df = _frames()[name]
+    st = make_store(dirs)
+    st["k"] = df
+    assert st._entries["k"].header["kind"] == "arrow"
+    tm.assert_frame_equal(st["k"], df)
+    st.close()
+
+
+def test_series_and_index_roundtrip(dirs):
+    st = make_store(dirs)
+    s = pd.Series([1.0, 2.0, np.nan], name="price", index=pd.date_range("2020", periods=3))
+    unnamed = pd.Series(["a", "b"])
+    idx = pd.Index([3, 1, 2], name="ids")
+    st["s"], st["u"], st["i"] = s, unnamed, idx
+    assert {st._entries[k].header["kind"] for k in "sui"} == {"arrow"}
+    tm.assert_series_equal(st["s"], s)
+    tm.assert_series_equal(st["u"], unnamed)
+    tm.assert_index_equal(st["i"], idx)
+    st.close()
+
+
+def test_object_dtype_frame_falls_back(dirs):
+    df = pd.DataFrame({"o": pd.Series([1, "a", None], dtype=object)})
+    st = make_store(dirs)
+    st["k"] = df
+    assert st._entries["k"].header["kind"] == "dask"
+    tm.assert_frame_equal(st["k"], df)
+    st.close()
+
+
+@pytest.mark.parametrize("value", [{"a": [1, 2]}, "text", 42, None, (1, "x"), b"\0" * 10])
+def test_arbitrary_objects(dirs, value):
+    st = make_store(dirs, shm_limit=0)  # force the disk tier: must come back from the file
+    st["k"] = value
+    assert st.tier_of("k") == "disk"
+    assert st["k"] == value
+    st.close()
+
+
+def test_tuple_keys_and_mapping_protocol(dirs):
+    st = make_store(dirs)
+    keys = [("x", 0, 1), "y", ("z", 2)]
+    for i, k in enumerate(keys):
+        st[k] = np.full(3, i)
+    assert len(st) == 3 and set(st) == set(keys) and ("x", 0, 1) in st and "nope" not in st
+    with pytest.raises(KeyError):
+        st["nope"]
+    st2 = make_store(dirs)
+    st.close(remove=False)
+    assert set(st2.existing_keys()) == set(keys)  # keys survive msgpack (tuples stay tuples)
+    st2.close()
+
+
+# -- memory: held once, tiers, eviction -------------------------------------------------
+def _anon_bytes() -> int:
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Anonymous:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no Anonymous line")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs Linux smaps")
+def test_result_held_in_memory_once(dirs):
+    """After store[k] = a and dropping a, the only copy is the shared-memory file the store
+    maps: the process's private (anonymous) memory goes back down by the array size."""
+    st = make_store(dirs)
+    n = 64 * MiB
+    gc.collect()
+    before = _anon_bytes()
+    a = np.ones(n // 8)
+    assert _anon_bytes() - before > 0.9 * n
+    st["k"] = a
+    del a
+    gc.collect()
+    assert _anon_bytes() - before < 0.2 * n
+    held = st["k"]
+    assert mmap_backed(held) and held.sum() == n // 8
+    path = st.path_of("k")
+    assert path.startswith(dirs[0]) and os.path.getsize(path) >= n
+    with open("/proc/self/maps") as f:
+        assert path in f.read()
+    st.close()
+
+
+def test_write_once_spill_and_readback(dirs):
+    """Values beyond the shared-memory limit go to disk (LRU first), read back correctly, and
+    a read-back value evicted again is dropped, not rewritten."""
+    shm, spill = dirs
+    one = 1 * MiB
+    st = make_store(dirs, shm_limit=3 * one + 3 * 8192)
+    arrs = [np.random.default_rng(i).random(one // 8) for i in range(6)]
+    for i, a in enumerate(arrs):
+        st[i] = a
+    tiers = [st.tier_of(i) for i in range(6)]
+    assert tiers == ["disk"] * 3 + ["shm"] * 3, tiers
+    assert st.fast.total_weight <= st.shm_limit
+    assert len(files_under(shm)) == 3 and len(files_under(spill)) == 3
+    stats = {i: os.stat(st.path_of(i)) for i in range(3)}
+    for _ in range(2):
+        for i, a in enumerate(arrs):
+            np.testing.assert_array_equal(st[i], a)
+    assert all(st.tier_of(i) == "disk" for i in range(6))
+    for i, s in stats.items():  # written once: same inode, same mtime
+        s2 = os.stat(st.path_of(i))
+        assert (s2.st_ino, s2.st_mtime_ns) == (s.st_ino, s.st_mtime_ns)
+    st.close()
+
+
+def test_evict_protocol_for_the_memory_monitor(dirs):
+    """ManualEvictProto: ``fast`` is what is in memory, ``evict()`` moves the LRU value to
+    disk and returns its weight, -1 when nothing is left."""
+    st = make_store(dirs)
+    st["a"], st["b"] = np.ones(1000), np.zeros(1000)
+    assert len(st.fast) == 2
+    w = st.evict()
+    assert w >= 8000 and st.tier_of("a") == "disk" and st.tier_of("b") == "shm"
+    assert st.spilled_total.memory == 8000
+    assert st.evict() > 0 and st.evict() == -1
+    assert not st.fast
+    np.testing.assert_array_equal(st["a"], np.ones(1000))
+    st.close()
+
+
+def test_disk_tier_lz4_and_buffered(dirs):
+    for kw in ({"compression": "lz4"}, {"o_direct": False}, {"read_mode": "direct"}):
+        st = make_store(dirs, name=str(kw), shm_limit=0, **kw)
+        x = np.arange(3 * MiB // 8) % 7
+        df = pd.DataFrame({"a": np.arange(1000), "s": ["x"] * 1000})
+        st["x"], st["df"] = x, df
+        if "compression" in kw:
+            assert os.path.getsize(st.path_of("x")) < x.nbytes / 4
+        np.testing.assert_array_equal(st["x"], x)
+        tm.assert_frame_equal(st["df"], df)
+        st.close()
+
+
+def test_delete_frees_files_and_close_removes_everything(dirs):
+    shm, spill = dirs
+    st = make_store(dirs, shm_limit=2 * MiB)
+    st["small"] = np.ones(10)
+    st["big"] = np.ones(MiB)  # 8 MiB: straight to disk
+    assert st.tier_of("small") == "shm" and st.tier_of("big") == "disk"
+    p_small, p_big = st.path_of("small"), st.path_of("big")
+    del st["small"], st["big"]
+    assert not os.path.exists(p_small) and not os.path.exists(p_big)
+    st["again"] = np.ones(10)
+    st.close(remove=True)
+    assert os.listdir(shm) == [] and (not os.path.exists(spill) or os.listdir(spill) == [])
+
+
+def test_overwrite_key_replaces_file(dirs):
+    st = make_store(dirs)
+    st["k"] = np.ones(4)
+    st["k"] = np.zeros(4)
+    np.testing.assert_array_equal(st["k"], np.zeros(4))
+    assert len(files_under(dirs[0])) == 1
+    st.close()
+
+
+# -- restart ----------------------------------------------------------------------------
+def test_reopen_after_sigkill_ignores_torn_writes(dirs):
+    """A child process stores keys (one moved to disk), leaves a torn write and a garbage
+    file, and is SIGKILLed; a new store with the same name sees exactly the complete keys,
+    adopts a recovered value without rewriting it, and discards the rest."""
+    shm, spill = dirs
+    child = textwrap.dedent(f"""
+        import os, signal, numpy as np, pandas as pd
+        from mars_dask.spill import MarsStore
+        st = MarsStore(directory={shm!r}, spill_directory={spill!r}, name="w0", cluster="c", memory_limit=2**30)
+        st["a"] = np.arange(100)
+        st[("b", 1)] = pd.DataFrame({{"x": [1.0, 2.0]}})
+        st["c"] = {{"obj": 1}}
+        st.evict()                      # "a" goes to disk
+        shm_dir = st.dirs[0]
+        with open(os.path.join(shm_dir, "0" * 32 + ".mds.tmp-1-abc"), "wb") as f:
+            f.write(b"MARSDS01 torn")  # killed in the middle of a write
+        with open(os.path.join(shm_dir, "1" * 32 + ".mds"), "wb") as f:
+            f.write(b"garbage")
+        print("ready", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert "ready" in proc.stdout
+
+    st = make_store(dirs)
+    assert len(st) == 0  # Dask requires an empty Worker.data at registration
+    found = st.existing_keys()
+    assert set(found) == {"a", ("b", 1), "c"}
+    assert found["a"] == 800 and st.nbytes_of("a") == 800
+    assert not [f for f in files_under(shm) if ".tmp-" in f or f.endswith("1" * 32 + ".mds")]
+
+    a = st.recover("a")
+    path, mtime = st._orphans["a"].path, os.stat(st._orphans["a"].path).st_mtime_ns
+    st["a"] = a  # what Worker.update_data does: adopted, not rewritten
+    assert "a" in st and st.tier_of("a") == "disk" and st.path_of("a") == path
+    assert os.stat(path).st_mtime_ns == mtime
+    np.testing.assert_array_equal(st["a"], np.arange(100))
+    tm.assert_frame_equal(st.recover(("b", 1)), pd.DataFrame({"x": [1.0, 2.0]}))
+    st.discard_existing()
+    assert st.existing_keys() == {} and len(files_under(shm, spill)) == 1
+    st.close()
+    assert files_under(shm, spill) == []
+
+
+# -- a real cluster ---------------------------------------------------------------------
+def test_cluster_results_held_in_store_and_removed_on_close(dirs):
+    """LocalCluster(processes=True, data=MarsStore): a tensor job's chunks live in the
+    workers' stores (some spilled to disk by a small shared-memory limit), results equal
+    numpy, and closing the cluster leaves no file in /dev/shm or the spill directory."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    import mars_dask.tensor as mt
+
+    shm, spill = dirs
+    cfg = {"mars-dask.store.directory": shm, "mars-dask.store.spill-directory": spill,
+           "mars-dask.store.shm-limit": 300_000}
+    with dask.config.set(cfg):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, data=MarsStore,
+                          memory_limit="1GiB", dashboard_address=":0", host="127.0.0.1") as cluster, \
+                Client(cluster) as client:
+            x = np.random.default_rng(0).random((400, 300))
+            t = (mt.tensor(x, chunk_size=100) + 1) * 2
+            t.execute()
+
+            def inspect(dask_worker):
+                st = dask_worker.data
+                return (type(st).__name__, st.name, len(st),
+                        sorted({st.tier_of(k) for k in st}), st.dirs)
+
+            info = client.run(inspect)
+            assert {i[0] for i in info.values()} == {"MarsStore"}
+            assert sorted(i[1] for i in info.values()) == ["0", "1"]  # nanny-assigned names
+            assert sum(i[2] for i in info.values()) >= 12
+            assert {"disk", "shm"} <= {tier for i in info.values() for tier in i[3]}
+            assert files_under(shm) and files_under(spill), (info, shm, spill)
+            np.testing.assert_allclose(t.fetch(), (x + 1) * 2)
+            s = (t.sum(axis=0)).execute().fetch()
+            np.testing.assert_allclose(s, ((x + 1) * 2).sum(axis=0))
+            del t
+    assert files_under(shm) == [] and os.listdir(shm) == []
+    assert not os.path.exists(spill) or os.listdir(spill) == []
