@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..tiling.core import ensure_known
 from ..tiling.tileable import Tileable
-from .core import DataFrame, DataFrameOperand, Series, frame_nsplits, infer_meta, nan
+from .core import DataFrame, DataFrameOperand, Series, frame_nsplits, infer_meta
 from .map import is_pandas_tileable
 from .shuffle import relabel_range
 

@@ -263,7 +263,7 @@ def _row_select(obj, kind, sel=None, n=None, cols=None):
             row = meta_nonempty(out_meta).iloc[0]
             name = (sel + int(total) if sel < 0 else sel) if obj.data.range_index and _known(total) else None
             out_meta = row.iloc[:0].rename(name)
-            nrows = len(out_meta.index) if False else len(row)
+            nrows = len(row)
     elif _known(total):
         total = int(total)
         if kind == "slice":
@@ -289,8 +289,8 @@ def _row_select(obj, kind, sel=None, n=None, cols=None):
         data = TensorData(op, (), _np_dtype(pd.Series([], dtype=dt)) if not isinstance(dt, np.dtype) else dt, op.make_key())
         op.add_output(data)
         return ScalarResult(data)
-    keep_range = obj.data.range_index and kind in ("head",) and True
-    return op.new_output(out_meta, nrows, range_index=keep_range)
+    # the first rows of a default RangeIndex are still a default RangeIndex
+    return op.new_output(out_meta, nrows, range_index=obj.data.range_index and kind == "head")
 
 
 # ---- indexer parsing ------------------------------------------------------------------------
@@ -451,9 +451,7 @@ def _loc_columns(df: DataFrame, citem):
 
 
 def loc_select(obj, item):
-    if isinstance(obj, DataFrame) and isinstance(item, tuple) and len(item) == 2 and not (
-        not isinstance(obj.data.meta.index, pd.MultiIndex) and False
-    ):
+    if isinstance(obj, DataFrame) and isinstance(item, tuple) and len(item) == 2:
         rows, citem = item
         cols = _loc_columns(obj, citem)
     elif isinstance(item, tuple) and isinstance(obj, Series) and len(item) == 1:

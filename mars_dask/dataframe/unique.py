@@ -33,7 +33,7 @@ from dask.utils import parse_bytes
 from .. import config
 from ..tiling.core import Chunk
 from .core import DataFrame, DataFrameOperand, Series, frame_nsplits, nan, register_method, row_nbytes
-from .reduction import Reducer, ScalarResult, _probe, _validate_bool, combine_size, tree_reduce, _combine_counts
+from .reduction import Reducer, _combine_counts, _probe, _validate_bool, combine_size, tree_reduce
 from .shuffle import concat_pieces, hash_shuffle, shuffle_chunks, split_by_codes
 
 __all__ = ["unique"]
@@ -139,15 +139,17 @@ Series.unique.__doc__ = unique.__doc__
 
 
 class TopReducer(Reducer):
-    def _top(self, x):
+    def _top(self, x, extra=0):
         if self.frame:
-            return getattr(x, self.name)(self.n, self.columns, keep=self.keep)
-        return getattr(x, self.name)(self.n, keep=self.keep)
+            return getattr(x, self.name)(self.n + extra, self.columns, keep=self.keep)
+        return getattr(x, self.name)(self.n + extra, keep=self.keep)
 
     def _candidates(self, x):
         # the top rows, kept in their original order (so that "first"/"last" among ties
         # still refer to global positions when the partials are concatenated)
-        top = self._top(x.set_axis(pd.RangeIndex(len(x))))
+        # n + 1 candidates: when the whole input has more than n rows, so do the candidates,
+        # and pandas takes the same code path (its ties order differs when n >= length)
+        top = self._top(x.set_axis(pd.RangeIndex(len(x))), extra=1)
         return x.iloc[np.sort(top.index.to_numpy())]
 
     def map(self, x):
@@ -181,7 +183,6 @@ def _top_method(name):
 
     frame_method.__name__ = series_method.__name__ = name
     frame_method.__doc__ = series_method.__doc__ = f"pandas' ``{name}``: per-chunk top n, tree-combined."
-    DataFrame.__dict__  # noqa: B018
     setattr(DataFrame, name, frame_method)
     setattr(Series, name, series_method)
 
@@ -269,7 +270,7 @@ def _dup_apply(x, survivors, i, mode):
         return x.iloc[pos]
     mask = np.ones(len(x), dtype=bool)
     mask[pos] = False
-    return pd.Series(mask, index=x.index)
+    return pd.Series(mask, index=x.index, name=x.name if isinstance(x, pd.Series) else None)
 
 
 def _renumber(x, start):

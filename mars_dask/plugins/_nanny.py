@@ -106,4 +106,9 @@ def install_store(nanny) -> bool:
     if nanny.worker_kwargs.get("data") is not None:
         return False
     nanny.worker_kwargs["data"] = MarsStore
+    # a nanny that already started a process reuses its WorkerProcess (and the kwargs it
+    # was built with) for the next one
+    wp = getattr(nanny, "process", None)
+    if wp is not None and getattr(wp, "worker_kwargs", None) is not None:
+        wp.worker_kwargs["data"] = MarsStore
     return True

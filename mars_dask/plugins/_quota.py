@@ -37,11 +37,15 @@ class Quota:
         self.observed: dict[str, int] = {}  # tileable -> largest measured use
         self.pending: dict[str, set] = {}  # tileable -> keys restricted, not finished
         self.exclusive: set = set()  # keys that must run with the whole quota
+        self._last_quota = 0
 
     def quota(self) -> int:
-        """The largest ``mars-memory`` any worker advertises (0: quota admission off)."""
+        """The largest ``mars-memory`` any worker advertises (0: quota admission off);
+        while no worker is connected (all restarting), the last one seen."""
         dr = self.scheduler.resources.get(P.RESOURCE)
-        return int(max(dr.values())) if dr else 0
+        if dr:
+            self._last_quota = int(max(dr.values()))
+        return self._last_quota
 
     def estimate(self, ts) -> int | None:
         ann = ts.annotations or {}

@@ -358,7 +358,7 @@ class Recovery:
                 self._unsuspect(ts)
                 release.append(k)
             elif verdict == "oom":
-                if alone or k in self.quota.exclusive:
+                if alone:
                     ann = ts.annotations or {}
                     r = d.report or {}
                     fail[k] = MarsOutOfMemoryError(

@@ -47,8 +47,9 @@ def quota_of(worker, fraction: float | None = None) -> int:
 
 
 class _Sampler:
-    """Peak RSS of the process while each executing task runs (a daemon thread that
-    only samples while something executes)."""
+    """What each executing task used: the process RSS sampled while tasks run (a daemon
+    thread, idle otherwise), each change shared equally between the tasks running then;
+    a task's figure is the peak of its accumulated share."""
 
     def __init__(self, interval: float):
         self.interval = interval
@@ -67,31 +68,36 @@ class _Sampler:
             return 0
 
     def _run(self) -> None:
+        last = self.rss()
         while not self.stopped:
             if not self.running:
                 self.wake.wait(1.0)
                 self.wake.clear()
+                last = self.rss()
                 continue
             rss = self.rss()
             with self.lock:
+                # RSS is per process: a change is shared between the tasks running now
+                share = (rss - last) / max(1, len(self.running))
                 for rec in self.running.values():
-                    if rss > rec[1]:
-                        rec[1] = rss
+                    rec[0] += share
+                    if rec[0] > rec[1]:
+                        rec[1] = rec[0]
+            last = rss
             time.sleep(self.interval)
 
     def start(self, key) -> None:
-        rss = self.rss()
         with self.lock:
-            self.running[key] = [rss, rss]
+            self.running[key] = [0.0, 0.0]  # [growth attributed so far, its peak]
         self.wake.set()
 
     def stop(self, key) -> int | None:
-        rss = self.rss()
+        """Peak RSS growth attributed to ``key`` while it ran."""
         with self.lock:
             rec = self.running.pop(key, None)
         if rec is None:
             return None
-        return max(rec[1], rss) - rec[0]
+        return int(rec[1])
 
     def close(self) -> None:
         self.stopped = True

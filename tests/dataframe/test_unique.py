@@ -2,6 +2,7 @@
 (tree and shuffle algorithms, several chunkings, nulls, strings, categoricals, datetimes,
 filtered inputs with empty chunks, empty frames, bad input)."""
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -97,13 +98,12 @@ def test_nlargest_nsmallest(client, pdf, chunk):
     check(pairs)
 
 
-@pytest.mark.parametrize("method", ["tree", "shuffle", "auto"])
-@pytest.mark.parametrize("chunk", [4, 15])
+@pytest.mark.parametrize("method,chunk", [("tree", 6), ("shuffle", 10), ("auto", 15), ("tree", 100)])
 def test_drop_duplicates(client, pdf, method, chunk):
     df = md.DataFrame(pdf, chunk_size=chunk)
     pairs = []
     for keep in ("first", "last", False):
-        for subset in (["k"], ["k", "s"], "f", ["c", "d"]):
+        for subset in (["k", "s"], "f", ["c", "d"]):
             pairs.append((df.drop_duplicates(subset=subset, keep=keep, method=method),
                           pdf.drop_duplicates(subset=subset, keep=keep)))
         pairs.append((df.duplicated(subset=["k", "f"], keep=keep, method=method),
@@ -120,7 +120,7 @@ def test_drop_duplicates_auto_large_uses_shuffle(client):
     rng = np.random.default_rng(2)
     p = pd.DataFrame({"a": rng.integers(0, 50, 200), "b": rng.integers(0, 3, 200)})
     df = md.DataFrame(p, chunk_size=30)
-    with mars_dask.config.set({"mars-dask.tiling.chunk-store-limit": 16}):
+    with dask.config.set({"mars-dask.tiling.chunk-store-limit": 16}):
         r = df.drop_duplicates(["a", "b"])
         assert_pandas(r, p.drop_duplicates(["a", "b"]))
     keys = {c.key[0] for c in _walk(r.chunks)}

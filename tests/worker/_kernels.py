@@ -31,11 +31,17 @@ def creep(a, nbytes=0, step=64 * 2**20, pause=0.02):
     return a + 1
 
 
-def oom_or_sleep(a, nbytes=0, delay=3.0):
-    """The chunk holding 0 grows beyond the worker's memory limit; the others sleep."""
+def oom_or_wait(a, nbytes=0, path="", timeout=60.0):
+    """The chunk holding 0 grows beyond the worker's memory limit; the others wait until
+    ``path`` exists (the test creates it once the worker died), so they are running when
+    the culprit first kills the worker, and finish at once when retried."""
+    import os
+
     if a.size and a.flat[0] == 0:
         return creep(a, nbytes)
-    time.sleep(delay)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return a + 1
 
 

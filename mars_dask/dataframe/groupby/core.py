@@ -6,7 +6,8 @@ var std``) run as Mars does, with per-chunk partial aggregates (``mean`` = sum a
 
 - a *tree* reduction (partials combined ``combine-size`` at a time, level by level; good
   when there are few groups), or
-- a *shuffle*: the partials are hash-partitioned on the keys (``shuffle.hash_shuffle``),
+- a *shuffle*: the partials are hash-partitioned on the keys (``shuffle.shuffle_chunks``; the keys
+  are hashed level by level, so missing keys are allowed),
   each partition combined and finished in parallel, then the groups put in pandas' order
   (good when there are many groups).
 
@@ -22,8 +23,6 @@ first-appearance order, restored from each group's first global row position.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
@@ -559,7 +558,7 @@ class GroupByApply(GroupByRaw):
                            meta=_empty_chunk_meta(), suffix="-reduce")
             for j, pieces in enumerate(per_out)
         ]
-        return self._single_output(K.gather_apply, (reduced, ctx))
+        return self._single_output(K.gather_apply, (reduced, ctx, self.output.meta))
 
 
 class GroupByTransform(_GroupByOp):
@@ -585,7 +584,7 @@ class GroupByTransform(_GroupByOp):
         ]
         per_out = shuffle_chunks(self, works, n, K.split_by_keys, (n, None, K.key_columns(ctx)))
         reduced = [
-            self.new_chunk(j, nan, K.transform_reduce, (pieces, ctx, self.call_spec), meta=_empty_chunk_meta(),
+            self.new_chunk(j, nan, K.transform_reduce, (pieces, ctx, self.call_spec, meta), meta=_empty_chunk_meta(),
                            suffix="-reduce")
             for j, pieces in enumerate(per_out)
         ]

@@ -51,11 +51,6 @@ class Ctx:
             setattr(self, s, v)
 
 
-def _quiet():
-    w = warnings.catch_warnings()
-    return w
-
-
 def work_frame(obj, keys, ctx: Ctx, pos_base=None):
     """The work frame of one chunk (``keys``: the chunks of the Series keys, in order)."""
     if isinstance(obj, pd.Series):
@@ -79,7 +74,7 @@ def key_columns(ctx: Ctx) -> list:
     return [e[1] for e in ctx.spec]
 
 
-def split_work(work, ctx: Ctx, drop_pos=True):
+def split_work(work, ctx: Ctx, drop_pos=True, as_frame=False):
     """``(data, by)`` for pandas' groupby from a work frame."""
     by = []
     drop = []
@@ -92,7 +87,7 @@ def split_work(work, ctx: Ctx, drop_pos=True):
     if drop_pos and POS in work.columns:
         drop.append(POS)
     data = work.drop(columns=drop) if drop else work
-    if ctx.is_series:
+    if ctx.is_series and not as_frame:
         data = data[VAL].rename(ctx.series_name)
     return data, by
 
@@ -139,9 +134,7 @@ def partial_agg(obj, keys, ctx: Ctx, pcols, chunk_index, need_pos):
     entry of ``pcols`` (names ``p0, p1, ...``), groups in first-appearance order."""
     pos_base = (chunk_index << POS_SHIFT) if need_pos else None
     work = work_frame(obj, keys, ctx, pos_base)
-    data, by = split_work(work, ctx, drop_pos=False)
-    if isinstance(data, pd.Series):
-        data = data.to_frame(VAL)
+    data, by = split_work(work, ctx, drop_pos=False, as_frame=True)
     g = data.groupby(by if len(by) != 1 else by[0], sort=False, dropna=ctx.dropna, observed=True)
     out = {}
     counts = {}
@@ -292,6 +285,9 @@ def gather_ordered(results, ctx: Ctx, meta, as_index):
     """Concatenate reducer results ``(result, first positions)`` and order the groups as
     pandas does: by key (sort=True) or by first appearance (sort=False).  The group keys
     are the leading ``nkeys`` levels of the results' index."""
+    results = [r for r in results if r[0] is not None]
+    if not results:
+        return meta
     res = concat([r for r, _ in results])
     if ctx.sort:
         order = _key_order(res.index, ctx.nkeys)
@@ -332,6 +328,8 @@ def raw_reduce(pieces, ctx: Ctx, call_spec, need_pos, group_keys=True):
     """Full pandas groupby call on one hash partition (all rows of its groups, in input
     order); returns ``(result, first position of each group or None)``."""
     work = concat(pieces)
+    if len(work) == 0:
+        return None, None  # user functions need not cope with empty frames
     g = pandas_groupby(work, ctx, sort=False, observed=True, group_keys=group_keys)
     res = call(g, call_spec)
     pos = None
@@ -354,11 +352,19 @@ def raw_single(works, ctx: Ctx, call_spec, as_index, group_keys, meta):
 # ---- transform -----------------------------------------------------------------------------
 
 
-def transform_reduce(pieces, ctx: Ctx, call_spec):
+def transform_reduce(pieces, ctx: Ctx, call_spec, meta):
     """Transform one hash partition; keeps the rows' positions for the way back."""
     work = concat(pieces)
+    if len(work) == 0:
+        out = meta.to_frame(VAL) if isinstance(meta, pd.Series) else meta.copy()
+        out[POS] = np.array([], dtype=np.int64)
+        return out
     g = pandas_groupby(work, ctx, observed=True)
-    res = call(g, call_spec)
+    if g.ngroups == 0:  # only rows with missing keys (dropna=True): all missing
+        cols = [VAL] if isinstance(meta, pd.Series) else meta.columns
+        res = pd.DataFrame(np.nan, index=work.index, columns=cols)
+    else:
+        res = call(g, call_spec)
     out = res.to_frame(VAL) if isinstance(res, pd.Series) else res.copy(deep=False)
     out[POS] = work[POS].to_numpy()
     return out
@@ -432,7 +438,10 @@ def apply_single(works, ctx: Ctx, call_spec, as_index, group_keys):
     return call(g, call_spec)
 
 
-def gather_apply(results, ctx: Ctx):
+def gather_apply(results, ctx: Ctx, meta):
+    results = [r for r in results if r[0] is not None]
+    if not results:
+        return meta
     res = concat([r for r, _ in results])
     if ctx.sort:
         order = _key_order(res.index, ctx.nkeys)
