@@ -717,6 +717,115 @@ def describe(self, percentiles=None, include=None, exclude=None):
     return tree_reduce(target, red, res.iloc[:0], len(res), name="describe")
 
 
+# ---- cumulative reductions ----------------------------------------------------------------
+
+
+_CUM_TOTAL = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+
+
+def _cum_total(x, name, skipna):
+    """The chunk's contribution to the carry (None for an empty chunk)."""
+    if len(x) == 0:
+        return None
+    return getattr(x, _CUM_TOTAL[name])(skipna=skipna)
+
+
+def _isna(v):
+    return v.isna() if isinstance(v, pd.Series) else pd.isna(v)
+
+
+@_quiet
+def _cum_fold(carry, total, name, skipna):
+    if carry is None:
+        return total
+    if total is None:
+        return carry
+    if name == "cumsum":
+        return carry + total
+    if name == "cumprod":
+        return carry * total
+    better = total > carry if name == "cummax" else total < carry
+    if skipna:
+        take = _isna(carry) | (~_isna(total) & better)
+    else:
+        take = ~_isna(carry) & (_isna(total) | better)
+    if isinstance(carry, pd.Series):
+        return carry.where(~take, total)
+    return total if take else carry
+
+
+@_quiet
+def _cum_apply(x, carry, name, skipna):
+    c = getattr(x, name)(skipna=skipna)
+    if carry is None or len(x) == 0:
+        return c
+    res = _cum_join(c, carry, name, skipna)
+    if isinstance(res, pd.DataFrame):
+        # a frame's carry is one Series (a common dtype): give each column its own back
+        changed = {k: v for k, v in c.dtypes.items() if res.dtypes[k] != v}
+        if changed:
+            res = res.astype(changed)
+    return res
+
+
+def _cum_join(c, carry, name, skipna):
+    if name == "cumsum":
+        return c + carry
+    if name == "cumprod":
+        return c * carry
+    cna = c.isna()
+    keep = cna | ((c >= carry) if name == "cummax" else (c <= carry))
+    if skipna:
+        keep = keep | (carry.isna() if isinstance(carry, pd.Series) else pd.isna(carry))
+    return c.where(keep, carry) if isinstance(c, pd.Series) or not isinstance(carry, pd.Series) else c.where(keep, carry, axis=1)
+
+
+class CumReduce(DataFrameOperand):
+    """Per-chunk cumulative op joined with the carry of the preceding chunks (a chain of
+    small per-column totals), as the tensor cumulative reductions."""
+
+    _op_name = "cumreduce"
+
+    def tile(self):
+        (x,) = self.inputs
+        okey = self.output_key()
+        out = self.output
+        name, skipna = self.name, self.skipna
+        chunks, carry = [], None
+        for i, c in enumerate(x.chunks):
+            chunks.append(self.new_chunk(i, c.shape[0], _cum_apply, (c, carry, name, skipna), meta=out.meta))
+            total = Chunk((f"{okey}-total", i), (i,), (), _cum_total, (c, name, skipna), inputs=[c])
+            if carry is None:
+                carry = total
+            else:
+                carry = Chunk((f"{okey}-carry", i), (i,), (), _cum_fold, (carry, total, name, skipna), inputs=[carry, total])
+        return [(chunks, frame_nsplits(out.meta, tuple(c.shape[0] for c in chunks)))]
+
+
+def _cum_method(name):
+    def method(self, axis=None, skipna=True):
+        _validate_bool("skipna", skipna)
+        if isinstance(self, DataFrame):
+            axis = _check_axis(axis if axis is not None else 0)
+        elif axis not in (0, "index", None):
+            raise ValueError(f"No axis named {axis!r} for object type Series")
+        else:
+            axis = 0
+        res = _probe(self, lambda m: getattr(m, name)(axis=axis, skipna=skipna))
+        if axis == 1:
+            return map_rows(_axis1_kernel, self, name, (), {"skipna": skipna}, meta=res.iloc[:0], name=f"{name}-rows")
+        op = CumReduce([self.data], name=name, skipna=skipna)
+        return op.new_output(res.iloc[:0], self.shape[0], index_key=self.data.index_key, range_index=self.data.range_index)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"pandas' ``{name}``: per-chunk {name} joined with the carried totals of earlier chunks."
+    return method
+
+
+for _n in ("cumsum", "cumprod", "cummax", "cummin"):
+    register_method(DataFrame, Series, name=_n)(_cum_method(_n))
+
+
 # the other tree-reduced aggregations live in unique.py (value_counts, drop_duplicates,
 # duplicated, unique, nlargest/nsmallest); importing it registers their methods.
 from . import unique as _unique  # noqa: E402

@@ -265,5 +265,6 @@ def ensure_known(*tileables: TileableData):
     need = [c for t in tileables for c in t.chunks if has_unknown(c.shape)]
     if need:
         yield need
-        for t in tileables:
+    for t in tileables:
+        if any(has_unknown(s) for s in t.nsplits):  # shapes may have been learnt elsewhere
             t.refresh_nsplits()

@@ -29,7 +29,7 @@ import time
 from typing import Iterable, Sequence
 
 from dask._task_spec import Task, TaskRef, parse_input
-from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
 
 from .core import Chunk, has_unknown
 
@@ -93,19 +93,124 @@ def estimate_memory(c: Chunk) -> int:
 
 _CONTAINERS = (list, tuple, dict)
 
+# A task is kept as a compact *spec* until the layer is materialized (on the scheduler):
+# ``(key, func, args, kinds, kwargs)``.  ``kinds`` is None when every argument is a constant,
+# else one code per argument: 0 constant, 1 reference to a key (the value is the key),
+# 2 an inlined (fused) spec, 3 a list/tuple holding references (value: (type, kinds,
+# values)), 4 a dict holding references (value: (keys, kinds, values)).  ``kwargs`` is None
+# or ``(names, kinds, values)``.  Plain tuples pickle at C speed; task-spec objects do not,
+# and a 100,000-chunk graph spends most of its submission time pickling them.
+_CONST, _REF, _INLINE, _SEQ, _DICT = range(5)
 
-def _convert(obj, subst: dict):
-    if isinstance(obj, Chunk):
-        return subst[obj.key]
+
+def _has_chunk(obj) -> bool:
+    t = type(obj)
+    if t is Chunk:
+        return True
+    if t is dict:
+        return any(_has_chunk(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
-        if not any(isinstance(o, (Chunk, list, tuple, dict)) for o in obj):
-            return obj
-        return parse_input(type(obj)(_convert(o, subst) for o in obj))
-    if isinstance(obj, dict):
-        if not any(isinstance(o, (Chunk, list, tuple, dict)) for o in obj.values()):
-            return obj
-        return parse_input({k: _convert(v, subst) for k, v in obj.items()})
-    return obj
+        return any(type(o) is Chunk or (type(o) in _CONTAINERS and _has_chunk(o)) for o in obj)
+    return False
+
+
+def _encode_seq(values, subst: dict, deps: set) -> tuple[tuple | None, tuple]:
+    """Encode a sequence of arguments: (kinds or None, values)."""
+    kinds = None
+    out = list(values)
+    for i, v in enumerate(values):
+        t = type(v)
+        if t is Chunk:
+            kind, out[i] = _encode_chunk(v, subst, deps)
+        elif t in _CONTAINERS and _has_chunk(v):
+            if t is dict:
+                ks = tuple(v)
+                ck, cv = _encode_seq([v[k] for k in ks], subst, deps)
+                kind, out[i] = _DICT, (ks, ck, cv)
+            else:
+                ck, cv = _encode_seq(v, subst, deps)
+                kind, out[i] = _SEQ, (t, ck, cv)
+        else:
+            continue
+        if kinds is None:
+            kinds = [_CONST] * len(out)
+        kinds[i] = kind
+    return (tuple(kinds) if kinds is not None else None), tuple(out)
+
+
+def _encode_chunk(c: Chunk, subst: dict, deps: set):
+    s = subst[c.key]
+    if s is None:
+        deps.add(c.key)
+        return _REF, c.key
+    spec, sdeps = s
+    deps.update(sdeps)
+    return _INLINE, spec
+
+
+def _decode_seq(kinds, values) -> list:
+    if kinds is None:
+        return list(values)
+    out = []
+    for kind, v in zip(kinds, values):
+        if kind == _CONST:
+            out.append(v)
+        elif kind == _REF:
+            out.append(TaskRef(v))
+        elif kind == _INLINE:
+            out.append(spec_to_task(v))
+        elif kind == _SEQ:
+            typ, ck, cv = v
+            out.append(parse_input(typ(_decode_seq(ck, cv))))
+        else:
+            ks, ck, cv = v
+            out.append(parse_input(dict(zip(ks, _decode_seq(ck, cv)))))
+    return out
+
+
+def spec_to_task(spec) -> Task:
+    """The task-spec ``Task`` of a compact spec (nested specs become nested Tasks)."""
+    key, func, args, kinds, kwargs = spec
+    if kwargs is None:
+        return Task(key, func, *_decode_seq(kinds, args))
+    names, kk, kv = kwargs
+    return Task(key, func, *_decode_seq(kinds, args), **dict(zip(names, _decode_seq(kk, kv))))
+
+
+class ChunkLayer(MaterializedLayer):
+    """One tileable's tasks as compact specs (plus Futures of executed chunks), turned into
+    task-spec Tasks only when the graph is materialized, i.e. on the scheduler."""
+
+    def __init__(self, specs: dict, futures: dict, annotations=None):
+        Layer.__init__(self, annotations=annotations)
+        self.specs = specs
+        self.futures = futures
+        self._mapping = None
+
+    @property
+    def mapping(self) -> dict:
+        if self._mapping is None:
+            m = dict(self.futures)
+            for k, spec in self.specs.items():
+                m[k] = spec_to_task(spec)
+            self._mapping = m
+        return self._mapping
+
+    def __contains__(self, k):
+        return k in self.specs or k in self.futures
+
+    def __iter__(self):
+        yield from self.futures
+        yield from self.specs
+
+    def __len__(self):
+        return len(self.specs) + len(self.futures)
+
+    def get_output_keys(self):
+        return set(self.specs) | set(self.futures)
+
+    def __reduce__(self):
+        return ChunkLayer, (self.specs, self.futures, self.annotations)
 
 
 def build_graph(
@@ -129,7 +234,7 @@ def build_graph(
             for k in {i.key for i in ins}:
                 n_consumers[k] = get(k, 0) + 1
 
-    tasks: dict = {}  # key -> Task (emitted, unless later fused into its consumer)
+    specs: dict = {}  # key -> (spec, deps) emitted, unless later fused into its consumer
     memory: dict = {}
     prio: dict = {}
     boundary: dict = {}
@@ -168,54 +273,55 @@ def build_graph(
                 and (k in sticky if sticky is not None else linear_ok)
             ):
                 fused.append(k)
-                subst[k] = tasks.pop(k)
+                subst[k] = specs.pop(k)
                 m = memory.pop(k)
                 if m > mem:
                     mem = m
                 del prio[k]
             else:
-                subst[k] = TaskRef(k)
-        args = [
-            subst[a.key] if type(a) is Chunk else (_convert(a, subst) if type(a) in _CONTAINERS else a)
-            for a in c.args
-        ]
-        kwargs = {k: _convert(v, subst) for k, v in c.kwargs.items()} if c.kwargs else {}
+                subst[k] = None
+        deps: set = set()
+        kinds, args = _encode_seq(c.args, subst, deps)
+        kwargs = None
+        if c.kwargs:
+            names = tuple(c.kwargs)
+            kk, kv = _encode_seq([c.kwargs[n] for n in names], subst, deps)
+            kwargs = (names, kk, kv)
         if sticky is None:
             c.fused = frozenset(fused)
         key = c.key
-        tasks[key] = Task(key, c.func, *args, **kwargs)
+        specs[key] = ((key, c.func, args, kinds, kwargs), deps)
         memory[key] = mem
         prio[key] = -(base + i)
         if c.boundary is not None:
             boundary[key] = c.boundary
 
-    layers: dict[str, dict] = {}
+    by_layer: dict[str, tuple[dict, dict]] = {}
     for c in executed:
-        layers.setdefault(layer_name(c.key), {})[c.key] = c.future
-    for k, t in tasks.items():
-        layers.setdefault(layer_name(k), {})[k] = t
-
-    deps: dict[str, set] = {name: set() for name in layers}
-    for k, t in tasks.items():
+        by_layer.setdefault(layer_name(c.key), ({}, {}))[1][c.key] = c.future
+    layer_deps: dict[str, set] = {}
+    for k, (spec, deps) in specs.items():
         name = layer_name(k)
-        for d in t.dependencies:
+        by_layer.setdefault(name, ({}, {}))[0][k] = spec
+        ld = layer_deps.setdefault(name, set())
+        for d in deps:
             dn = layer_name(d)
             if dn != name:
-                deps[name].add(dn)
+                ld.add(dn)
 
     hlg_layers = {}
-    for name, mapping in layers.items():
-        lp = {k: prio[k] for k in mapping if k in prio}
-        if lp:
-            lm = {k: memory[k] for k in mapping if k in memory}
+    for name, (lspecs, lfutures) in by_layer.items():
+        if lspecs:
+            lp = {k: prio[k] for k in lspecs}
+            lm = {k: memory[k] for k in lspecs}
             annotations = {"priority": lp.get, "mars_memory": lm.get, "mars_tileable": name}
-            lb = {k: boundary[k] for k in mapping if k in boundary}
+            lb = {k: boundary[k] for k in lspecs if k in boundary}
             if lb:
                 annotations["mars_boundary"] = lb.get
         else:
             annotations = None
-        hlg_layers[name] = MaterializedLayer(mapping, annotations=annotations)
-    return HighLevelGraph(hlg_layers, deps)
+        hlg_layers[name] = ChunkLayer(lspecs, lfutures, annotations=annotations)
+    return HighLevelGraph(hlg_layers, {name: layer_deps.get(name, set()) for name in hlg_layers})
 
 
 def unknown_chunks(chunks: Iterable[Chunk]) -> list[Chunk]:

@@ -229,6 +229,27 @@ def test_many_chunks_tree_levels(client):
            (df.describe(), p.describe())])
 
 
+@pytest.mark.parametrize("chunk", [4, 100])
+def test_cumulative(client, pdf, chunk):
+    num = pdf[["i", "f"]]
+    df = md.DataFrame(num, chunk_size=chunk)
+    small = num / 10
+    ds = md.DataFrame(small, chunk_size=chunk)
+    f = df[df["i"] > 8]  # unknown lengths, empty chunks
+    pairs = []
+    for name in ("cumsum", "cummax", "cummin"):
+        pairs += [
+            (getattr(df, name)(), getattr(num, name)()),
+            (getattr(df, name)(skipna=False), getattr(num, name)(skipna=False)),
+            (getattr(df["f"], name)(), getattr(num["f"], name)()),
+            (getattr(f, name)(), getattr(num[num["i"] > 8], name)()),
+            (getattr(df, name)(axis=1), getattr(num, name)(axis=1)),
+        ]
+    pairs.append((ds.cumprod(), small.cumprod()))
+    pairs.append((ds["f"].cumprod(skipna=False), small["f"].cumprod(skipna=False)))
+    check(pairs)
+
+
 def test_scalar_result_in_arithmetic(client, pdf):
     df = md.DataFrame(numeric(pdf), chunk_size=5)
     r = df["i"].sum() + 1
