@@ -31,5 +31,9 @@ def cluster():
 
 @pytest.fixture(scope="session")
 def client(cluster):
-    with Client(cluster) as c:
-        yield c
+    # not ``with Client(...)``: that makes it the *current* client of this thread for the
+    # whole session, and clients that later tests start (CLI clusters) would not become the
+    # default that mars_dask.execute() uses
+    c = Client(cluster)
+    yield c
+    c.close()

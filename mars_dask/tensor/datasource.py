@@ -120,7 +120,7 @@ class TensorGenerated(TensorOperand):
         for idx in chunk_grid(nsplits):
             shape = chunk_shape_at(nsplits, idx)
             origin = tuple(o[i] for o, i in zip(offs, idx))
-            chunks.append(self.new_chunk(idx, shape, self.kernel, (shape, origin, *self.args)))
+            chunks.append(self.new_chunk(idx, shape, self.kernel, (shape, origin, *self.args), inputs=()))
         return [(chunks, nsplits)]
 
 

@@ -281,7 +281,10 @@ def build_graph(
             else:
                 subst[k] = None
         deps: set = set()
-        kinds, args = _encode_seq(c.args, subst, deps)
+        if ins:
+            kinds, args = _encode_seq(c.args, subst, deps)
+        else:  # a source chunk: its arguments are all constants
+            kinds, args = None, c.args
         kwargs = None
         if c.kwargs:
             names = tuple(c.kwargs)
