@@ -18,7 +18,7 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.client import default_client
 
 from . import config
-from .tiling.core import Chunk, TileableData, has_unknown
+from .tiling.core import Chunk, TileableData, bump_execution_epoch, has_unknown
 from .tiling.emit import build_graph
 from .tiling.tile import tile
 
@@ -130,6 +130,7 @@ class Session:
         futures = self.client.persist(_ChunkCollection(graph, keys))
         for c in todo:
             c.future = futures[c.key]
+        bump_execution_epoch()
         self._wait(todo)
 
     def _wait(self, chunks: Sequence[Chunk]) -> None:
@@ -141,6 +142,7 @@ class Session:
                 for c2 in chunks:
                     if c2.future is not None and c2.future.status != "finished":
                         c2.future = None
+                bump_execution_epoch()
                 f.result()  # raises the kernel's original exception
 
     def fill_shapes(self, chunks: Sequence[Chunk]) -> None:

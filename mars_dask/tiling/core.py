@@ -127,6 +127,15 @@ def find_chunks(obj) -> list[Chunk]:
     return found
 
 
+# Grows whenever chunks get (or lose) data on the cluster; an emitted graph stays valid while
+# it is unchanged (see Tileable.__dask_graph__'s cache).
+execution_epoch = [0]
+
+
+def bump_execution_epoch() -> None:
+    execution_epoch[0] += 1
+
+
 def has_unknown(shape) -> bool:
     return any(isinstance(s, float) and math.isnan(s) for s in shape)
 

@@ -8,12 +8,17 @@ Mars's ``execute()``/``fetch()`` and the Dask collection protocol, so ``dask.com
 
 from __future__ import annotations
 
+import weakref
+
 import dask
 import dask.threaded
 
 from ..errors import NotExecutedError
-from .core import Chunk, TileableData
+from .core import Chunk, TileableData, execution_epoch
 from .emit import build_graph
+
+# the last graph emitted for a tileable, with the execution epoch it was built in
+_graph_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Tileable:
@@ -101,8 +106,15 @@ class Tileable:
 
     # -- Dask collection protocol ----------------------------------------------------------
     def __dask_graph__(self):
+        # Dask calls this more than once per submission (``is_dask_collection`` does too):
+        # keep the graph while nothing was executed since it was built
         self._ensure_tiled()
-        return build_graph(self._data.chunks)
+        cached = _graph_cache.get(self._data)
+        if cached is not None and cached[0] == execution_epoch[0]:
+            return cached[1]
+        graph = build_graph(self._data.chunks)
+        _graph_cache[self._data] = (execution_epoch[0], graph)
+        return graph
 
     def __dask_keys__(self):
         self._ensure_tiled()
@@ -121,9 +133,11 @@ class Tileable:
         return dsk
 
     def __dask_postcompute__(self):
+        _graph_cache.pop(self._data, None)  # submitted: do not keep its futures alive
         return _postcompute, (type(self)._assemble, self._assemble_meta(self._data))
 
     def __dask_postpersist__(self):
+        _graph_cache.pop(self._data, None)
         return _postpersist, (type(self), self._data)
 
 
