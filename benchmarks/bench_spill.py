@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -149,7 +150,7 @@ def _close(store) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--dir", default="/tmp/mars-dask-bench-spill")
+    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "mars-dask-bench-spill"))
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--mib", type=int, default=64)
     p.add_argument("--dd-gib", type=int, default=2)

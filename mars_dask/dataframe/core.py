@@ -20,13 +20,13 @@ Design (differs from Mars where Dask's conventions are simpler and as accurate):
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 from dask.dataframe.utils import make_meta, meta_nonempty
 
-from ..tiling.core import Chunk, Operand, TileableData, new_key
+from ..tiling.core import Chunk, Operand, TileableData
 from ..tiling.tileable import Tileable
 
 nan = float("nan")
@@ -141,9 +141,6 @@ class DataFrameOperand(Operand):
 
     _op_name = "dataframe-op"
 
-    def make_key(self) -> str:
-        return new_key(self._op_name, type(self).__name__, [getattr(i, "key", i) for i in self.inputs], _tokenize_params(self.params))
-
     def new_outputs(self, specs: Sequence[dict], key: str | None = None) -> list:
         base = key or self.make_key()
         outs = []
@@ -166,18 +163,6 @@ class DataFrameOperand(Operand):
             raise TypeError(f"cannot make a DataFrame tileable from meta of type {type(meta).__name__}")
         self.add_output(data)
         return data
-
-    @property
-    def output(self):
-        return self.outputs[0]
-
-    def output_key(self, i: int = 0) -> str:
-        ref = self._outputs[i]()
-        if ref is not None:
-            return ref.key
-        first = next(r() for r in self._outputs if r() is not None)
-        base = first.key.rsplit("-", 1)[0] if len(self._outputs) > 1 else first.key
-        return f"{base}-{i}"
 
     def new_chunk(
         self,
@@ -214,18 +199,6 @@ class DataFrameOperand(Operand):
             nbytes=float(nrows) * row_nbytes(meta) if meta is not None else None,
             blockwise=blockwise,
         )
-
-
-def _tokenize_params(params: dict) -> Any:
-    out = []
-    for k in sorted(params):
-        v = params[k]
-        if isinstance(v, (Tileable, TileableData)):
-            v = v.key
-        elif isinstance(v, (list, tuple)):
-            v = [x.key if isinstance(x, (Tileable, TileableData)) else x for x in v]
-        out.append((k, v))
-    return out
 
 
 def row_splits(data: _PandasData) -> tuple:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from ..tiling.core import Chunk, Operand, TileableData, has_unknown, new_key
+from ..tiling.core import Chunk, Operand, TileableData
 from ..tiling.tileable import Tileable
 from .utils import nbytes_of, prod
 
@@ -60,28 +60,6 @@ class TensorOperand(Operand):
 
     def new_tensor(self, shape, dtype, key: str | None = None) -> Tensor:
         return self.new_tensors([(shape, dtype)], key=key)[0]
-
-    def make_key(self) -> str:
-        """Deterministic key from the operand type, inputs' keys and parameters."""
-        return new_key(
-            self._op_name,
-            type(self).__name__,
-            [getattr(i, "key", i) for i in self.inputs],
-            _tokenize_params(self.params),
-        )
-
-    @property
-    def output(self) -> TensorData:
-        return self.outputs[0]
-
-    def output_key(self, i: int = 0) -> str:
-        """Key of output ``i`` (valid even if the user dropped that output)."""
-        ref = self._outputs[i]()
-        if ref is not None:
-            return ref.key
-        first = next(r() for r in self._outputs if r() is not None)
-        base = first.key.rsplit("-", 1)[0] if len(self._outputs) > 1 else first.key
-        return f"{base}-{i}"
 
     def new_chunk(
         self,
@@ -128,18 +106,6 @@ class TensorOperand(Operand):
             nbytes=float(n * itemsize),
             blockwise=blockwise,
         )
-
-
-def _tokenize_params(params: dict) -> Any:
-    out = []
-    for k in sorted(params):
-        v = params[k]
-        if isinstance(v, (Tensor, TileableData)):
-            v = v.key
-        elif isinstance(v, (list, tuple)):
-            v = [x.key if isinstance(x, (Tensor, TileableData)) else x for x in v]
-        out.append((k, v))
-    return out
 
 
 def _binop(name, reflected=False):

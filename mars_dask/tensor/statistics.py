@@ -21,7 +21,7 @@ from ..tiling.core import ensure_known, has_unknown
 from ..tiling.tile import tile
 from .core import Tensor, TensorOperand, astensor
 from .rechunk import TensorRechunk, unify_nsplits
-from .utils import chunk_shape_at, offsets, validate_axis
+from .utils import offsets, validate_axis
 
 __all__ = ["percentile", "quantile", "median", "histogram", "histogram_bin_edges"]
 
@@ -148,7 +148,7 @@ class TensorQuantile(TensorOperand):
             yield from ensure_known(inp)
         inp = rechunk_single_axis(inp, axis)
         qshape = np.shape(self.q_arg)
-        chunks, grid = [], []
+        chunks = []
         for c in inp.chunks:
             idx = tuple(i for a, i in enumerate(c.index) if a != axis or self.keepdims)
             shape = tuple(s if a != axis else 1 for a, s in enumerate(c.shape) if a != axis or self.keepdims)

@@ -260,8 +260,49 @@ class Operand:
         self._outputs.append(weakref.ref(data))
         return data
 
+    @property
+    def output(self):
+        return self.outputs[0]
+
+    def make_key(self) -> str:
+        """Deterministic key from the operand type, inputs' keys and parameters: the same
+        expression built twice gets the same key, so its data is shared on the cluster."""
+        return new_key(
+            self._op_name,
+            type(self).__name__,
+            [getattr(i, "key", i) for i in self.inputs],
+            tokenize_params(self.params),
+        )
+
+    def output_key(self, i: int = 0) -> str:
+        """Key of output ``i`` (valid even if the user dropped that output)."""
+        ref = self._outputs[i]()
+        if ref is not None:
+            return ref.key
+        first = next(r() for r in self._outputs if r() is not None)
+        base = first.key.rsplit("-", 1)[0] if len(self._outputs) > 1 else first.key
+        return f"{base}-{i}"
+
     def tile(self):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.tile")
+
+
+def _key_of(v):
+    """Tileables (handles or data) in operand parameters are identified by their key."""
+    k = getattr(v, "key", None)
+    return k if isinstance(k, str) and hasattr(v, "op") else v
+
+
+def tokenize_params(params: dict) -> Any:
+    out = []
+    for k in sorted(params):
+        v = params[k]
+        if isinstance(v, (list, tuple)):
+            v = [_key_of(x) for x in v]
+        else:
+            v = _key_of(v)
+        out.append((k, v))
+    return out
 
 
 def ensure_known(*tileables: TileableData):

@@ -571,7 +571,6 @@ class GroupByTransform(_GroupByOp):
         self.call_spec = call_spec
 
     def tile(self):
-        gb = self.gb
         meta = self.output.meta
         obj = self.inputs[0]
         ctx = self._ctx(None)
@@ -607,7 +606,6 @@ class GroupByBroadcast(_GroupByOp):
 
     def tile(self):
         meta = self.output.meta
-        obj = self.inputs[0]
         agg = self.inputs[-1]
         (agg_chunk,) = agg.chunks
         ctx = self._ctx(None)

@@ -156,7 +156,6 @@ def read_parquet(
     ``split_row_groups`` / ``chunk_bytes``: how row groups make parts (see module doc).
     Other keyword arguments go to ``pyarrow.parquet.ParquetDataset``.
     """
-    import pyarrow.dataset as ds
     import pyarrow.parquet as pq
     from fsspec.implementations.local import LocalFileSystem
 

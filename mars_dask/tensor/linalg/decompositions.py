@@ -133,7 +133,7 @@ class TensorQR(TensorOperand):
         dtype = self.dtype
         m, n = a.shape
         k = min(m, n)
-        q_key, r_key = self.output_key(0), self.output_key(1)
+        q_key = self.output_key(0)
         isz = np.dtype(dtype).itemsize
         if len(a.chunks) == 1:
             both = self.new_chunk((0, 0), (m, n), _qr_kernel, (a.chunks[0], dtype), memory=int(3 * m * n * isz))
