@@ -104,7 +104,7 @@ class DataFrameData(_PandasData):
         return self.meta.dtypes
 
 
-class SeriesData(_PandasData):
+class _OneDimData(_PandasData):
     __slots__ = ()
 
     @property
@@ -116,16 +116,12 @@ class SeriesData(_PandasData):
         return self.meta.name
 
 
-class IndexData(_PandasData):
+class SeriesData(_OneDimData):
     __slots__ = ()
 
-    @property
-    def dtype(self):
-        return self.meta.dtype
 
-    @property
-    def name(self):
-        return self.meta.name
+class IndexData(_OneDimData):
+    __slots__ = ()
 
 
 # ---- operand base -----------------------------------------------------------------------
@@ -329,11 +325,8 @@ class DataFrame(_PandasTileable):
         return sorted(set(super().__dir__()) | {c for c in self.columns if isinstance(c, str) and c.isidentifier()})
 
 
-class Series(_PandasTileable):
-    """A lazy pandas Series cut into row chunks."""
-
+class _OneDim(_PandasTileable):
     __slots__ = ()
-    _data_type = SeriesData
 
     @property
     def dtype(self):
@@ -342,6 +335,13 @@ class Series(_PandasTileable):
     @property
     def name(self):
         return self._data.meta.name
+
+
+class Series(_OneDim):
+    """A lazy pandas Series cut into row chunks."""
+
+    __slots__ = ()
+    _data_type = SeriesData
 
     def __getitem__(self, item):
         from .indexing import getitem
@@ -349,19 +349,11 @@ class Series(_PandasTileable):
         return getitem(self, item)
 
 
-class Index(_PandasTileable):
+class Index(_OneDim):
     """A lazy pandas Index cut into row chunks."""
 
     __slots__ = ()
     _data_type = IndexData
-
-    @property
-    def dtype(self):
-        return self._data.meta.dtype
-
-    @property
-    def name(self):
-        return self._data.meta.name
 
 
 def register_method(*classes, name: str | None = None):

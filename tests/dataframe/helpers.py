@@ -5,13 +5,7 @@ import math
 import pandas as pd
 
 
-def assert_pandas(t, expected, *, check_like=False, sort_index=False, **kwargs):
-    """Execute ``t`` and compare with the pandas result ``expected``.
-
-    Checks the lazy metadata first (columns and dtypes / Series dtype and name, the number of
-    rows when it is known before execution), then the values with pandas.testing.
-    ``check_like``/``sort_index`` only where pandas itself defines no row order.
-    """
+def _check_meta(t, expected):
     meta = t.data.meta
     if isinstance(expected, pd.DataFrame):
         assert list(meta.columns) == list(expected.columns), (list(meta.columns), list(expected.columns))
@@ -21,7 +15,9 @@ def assert_pandas(t, expected, *, check_like=False, sort_index=False, **kwargs):
         assert meta.name == expected.name, (meta.name, expected.name)
     n = t.shape[0]
     assert (isinstance(n, float) and math.isnan(n)) or n == len(expected), (t.shape, len(expected))
-    t.execute()
+
+
+def _check_values(t, expected, *, check_like=False, sort_index=False, **kwargs):
     assert t.shape[0] == len(expected)
     got = t.fetch()
     assert type(got) is type(expected), (type(got), type(expected))
@@ -34,3 +30,27 @@ def assert_pandas(t, expected, *, check_like=False, sort_index=False, **kwargs):
     else:
         pd.testing.assert_index_equal(got, expected, **kwargs)
     return got
+
+
+def assert_pandas(t, expected, *, check_like=False, sort_index=False, **kwargs):
+    """Execute ``t`` and compare with the pandas result ``expected``.
+
+    Checks the lazy metadata first (columns and dtypes / Series dtype and name, the number of
+    rows when it is known before execution), then the values with pandas.testing.
+    ``check_like``/``sort_index`` only where pandas itself defines no row order.
+    """
+    _check_meta(t, expected)
+    t.execute()
+    return _check_values(t, expected, check_like=check_like, sort_index=sort_index, **kwargs)
+
+
+def assert_pandas_all(cases, **kwargs):
+    """``assert_pandas`` for several ``(tileable, expected)`` pairs executed in one graph
+    (one round trip instead of one per case)."""
+    from mars_dask import execute
+
+    for t, expected in cases:
+        _check_meta(t, expected)
+    execute(*[t for t, _ in cases])
+    for t, expected in cases:
+        _check_values(t, expected, **kwargs)

@@ -5,25 +5,8 @@ import pandas as pd
 import pytest
 
 import mars_dask.dataframe as md
-from mars_dask.session import execute
 
-
-def check_all(cases):
-    for t, expected in cases:
-        meta = t.data.meta
-        if isinstance(expected, pd.DataFrame):
-            assert list(meta.columns) == list(expected.columns)
-            assert meta.dtypes.to_dict() == expected.dtypes.to_dict(), (meta.dtypes, expected.dtypes)
-        else:
-            assert (meta.dtype, meta.name) == (expected.dtype, expected.name)
-    execute(*[t for t, _ in cases])
-    for t, expected in cases:
-        got = t.fetch()
-        if isinstance(expected, pd.DataFrame):
-            pd.testing.assert_frame_equal(got, expected)
-        else:
-            pd.testing.assert_series_equal(got, expected)
-        assert t.shape[0] == len(expected)
+from .helpers import assert_pandas_all
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +43,7 @@ def test_concat_rows(client, frames):
         (md.concat([ma, None, md.DataFrame(a.iloc[:0], chunk_size=3)]), pd.concat([a, None, a.iloc[:0]])),
         (md.concat([ma]), pd.concat([a])),
     ]
-    check_all(cases)
+    assert_pandas_all(cases)
     assert cases[0][0].nsplits[0] == (5, 5, 5, 2, 4, 4, 3)
 
 
@@ -69,7 +52,7 @@ def test_concat_rows_unknown_lengths(client, frames):
     ma, mb = md.DataFrame(a, chunk_size=5), md.DataFrame(b, chunk_size=4)
     fa, fb = ma[ma["x"] > 6], mb[mb["x"] > 1.0]  # some chunks end up empty
     pa, pb = a[a["x"] > 6], b[b["x"] > 1.0]
-    check_all([
+    assert_pandas_all([
         (md.concat([fa, fb]), pd.concat([pa, pb])),
         (md.concat([fa, fb, fa], ignore_index=True), pd.concat([pa, pb, pa], ignore_index=True)),
     ])
@@ -87,11 +70,11 @@ def test_concat_columns(client, frames):
         (md.concat([md.Series(other["y"], chunk_size=4), ma[["d", "c"]]], axis=1, keys=["A", "B"]),
          pd.concat([other["y"], a[["d", "c"]]], axis=1, keys=["A", "B"])),
     ]
-    check_all(cases)
+    assert_pandas_all(cases)
     # filtered inputs: lengths found by iterative tiling
     fa = ma[ma["x"] > 3]
     pa = a[a["x"] > 3]
-    check_all([(md.concat([fa, md.DataFrame(pa[["x"]].rename(columns={"x": "z"}), chunk_size=3)], axis=1),
+    assert_pandas_all([(md.concat([fa, md.DataFrame(pa[["x"]].rename(columns={"x": "z"}), chunk_size=3)], axis=1),
                 pd.concat([pa, pa[["x"]].rename(columns={"x": "z"})], axis=1))])
 
 

@@ -8,26 +8,8 @@ import pandas as pd
 import pytest
 
 import mars_dask.dataframe as md
-from mars_dask.session import execute
 
-from .helpers import assert_pandas
-
-
-def check_all(cases):
-    for t, expected in cases:
-        meta = t.data.meta
-        if isinstance(expected, pd.DataFrame):
-            assert meta.dtypes.to_dict() == expected.dtypes.to_dict()
-        else:
-            assert (meta.dtype, meta.name) == (expected.dtype, expected.name)
-    execute(*[t for t, _ in cases])
-    for t, expected in cases:
-        got = t.fetch()
-        if isinstance(expected, pd.DataFrame):
-            pd.testing.assert_frame_equal(got, expected)
-        else:
-            pd.testing.assert_series_equal(got, expected)
-        assert t.shape[0] == len(expected)
+from .helpers import assert_pandas, assert_pandas_all
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +42,7 @@ def test_sort_values_frame(client, df, chunk_size):
                   df.sort_values(["i", "s", "f"], ascending=[False, True, False], kind="stable")))
     cases.append((m.sort_values(["c", "i"], na_position="first", ignore_index=True),
                   df.sort_values(["c", "i"], na_position="first", kind="stable", ignore_index=True)))
-    check_all(cases)
+    assert_pandas_all(cases)
     if chunk_size == 12:
         assert len(cases[0][0].chunks) == 5  # PSRS: one partition per input chunk
 
@@ -77,7 +59,7 @@ def test_sort_series_and_index(client, df):
         cases.append((m.sort_index(ascending=False), df.sort_index(ascending=False, kind="stable")))
         cases.append((md.Series(df["s"], chunk_size=cs).sort_index(ignore_index=True),
                       df["s"].sort_index(kind="stable", ignore_index=True)))
-    check_all(cases)
+    assert_pandas_all(cases)
 
 
 def test_sort_index_multiindex_and_nulls(client, df):
@@ -91,7 +73,7 @@ def test_sort_index_multiindex_and_nulls(client, df):
     fi = df.set_index("f")
     for na in ("first", "last"):
         cases.append((md.DataFrame(fi, chunk_size=11).sort_index(na_position=na), fi.sort_index(na_position=na, kind="stable")))
-    check_all(cases)
+    assert_pandas_all(cases)
 
 
 def test_sort_empty_and_filtered(client, df):
@@ -106,7 +88,7 @@ def test_sort_empty_and_filtered(client, df):
         (m[m["i"] > 100].sort_values("i"), df[df["i"] > 100].sort_values("i", kind="stable")),
         (md.DataFrame(df.iloc[:0], chunk_size=5).sort_values("s"), df.iloc[:0].sort_values("s")),
     ]
-    check_all(cases)
+    assert_pandas_all(cases)
 
 
 def test_sort_inplace(client, df):
