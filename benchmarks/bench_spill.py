@@ -176,6 +176,11 @@ def main(argv=None) -> int:
     def dask_lift(store):
         store.fast.n = float("inf")
 
+    def dask_store_at_limit(tag):
+        # as a worker runs it: the memory target stays (two values fit), so every value read
+        # back evicts another one, which SpillBuffer writes to disk again
+        return SpillBuffer(os.path.join(a.dir, f"dask-limit-{tag}"), target=2 * a.mib * 2**20)
+
     def mars_store(read_mode):
         def make(tag):
             return MarsStore(directory=os.path.join(a.dir, f"shm-{tag}"),
@@ -187,7 +192,8 @@ def main(argv=None) -> int:
     for kind, make in (("numpy", make_numpy), ("pandas", make_pandas)):
         values = make(a.n, a.mib)
         size = nbytes_of(values) / GB
-        res = {"SpillBuffer": run_store(dask_store, values, dask_lift)}
+        res = {"SpillBuffer": run_store(dask_store, values, dask_lift),
+               "SpillBuf@lim": run_store(dask_store_at_limit, values, lambda s: None)}
         for mode in ("mmap", "direct"):
             res[f"Mars {mode}"] = run_store(mars_store(mode), values, lambda s: None)
         rows.append((kind, size, res))
@@ -213,8 +219,11 @@ def main(argv=None) -> int:
         warm = m["re-read"] / d["read after write"]
         wr = m["write"] / disk["write direct"]
         ok &= (np.isnan(cold) or cold >= 2) and wr >= 0.7
+        at_limit = m["cold read"] / res["SpillBuf@lim"]["cold read"]
         print(f"  {kind:<7} cold read x{cold:5.2f}  warm read x{warm:5.2f} (re-read vs read after write)  "
               f"write {wr:4.0%} of dd direct = x{m['write'] / d['write']:4.2f} SpillBuffer")
+        print(f"  {'':<7} cold read x{at_limit:5.2f} against SpillBuffer at its memory target "
+              "(reads that evict and rewrite, as on a worker; not counted for the targets)")
     shutil.rmtree(a.dir, ignore_errors=True)
     print("\ntargets met" if ok else "\ntargets NOT met")
     return 0
