@@ -66,9 +66,9 @@ class _Accessor:
             self._check(name, args, kwargs)
             if any(is_pandas_tileable(a) for a in (*args, *kwargs.values())):
                 raise NotImplementedError(f".{acc}.{name} with tileable arguments is not supported")
-            from .arithmetic import map_rows_local
+            from .map import map_rows
 
-            return map_rows_local(_accessor_call, series, acc, name, args, kwargs, name=f"{acc}-{name}")
+            return map_rows(_accessor_call, series, acc, name, args, kwargs, name=f"{acc}-{name}")
 
         method.__name__ = name
         method.__doc__ = getattr(getattr(type(self._sample), name, None), "__doc__", None)

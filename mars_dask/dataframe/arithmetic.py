@@ -36,7 +36,7 @@ from pandas.api.types import is_list_like
 
 from ..tiling.core import Chunk, ensure_known, new_key
 from .core import (
-    DataFrame, DataFrameOperand, Series, _PandasData, frame_nsplits, infer_meta, nan, register_method,
+    DataFrame, DataFrameOperand, Series, _PandasData, frame_nsplits, nan, register_method,
 )
 from .map import aligned, is_pandas_tileable, map_rows
 
@@ -50,31 +50,6 @@ _OPS = {
     "eq": operator.eq, "ne": operator.ne,
 }
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
-
-
-def infer_meta_local(func, *args, **kwargs):
-    """``infer_meta`` where only the tileables' metas are replaced by stand-ins; local
-    pandas constants are used as they are (their labels matter)."""
-    pos = [i for i, a in enumerate(args) if is_pandas_tileable(a)]
-    kpos = [k for k, v in kwargs.items() if is_pandas_tileable(v)]
-
-    def run(*metas):
-        full = list(args)
-        for i, m in zip(pos, metas):
-            full[i] = m
-        kw = dict(kwargs)
-        for k, m in zip(kpos, metas[len(pos):]):
-            kw[k] = m
-        return func(*full, **kw)
-
-    return infer_meta(run, *[args[i].data.meta for i in pos], *[kwargs[k].data.meta for k in kpos])
-
-
-def map_rows_local(func, *args, kwargs=None, **kw):
-    """``map_rows`` with metadata from :func:`infer_meta_local`."""
-    if kw.get("meta") is None:
-        kw["meta"] = infer_meta_local(func, *args, **(kwargs or {}))
-    return map_rows(func, *args, kwargs=kwargs, **kw)
 
 
 def _isnan(x) -> bool:
@@ -583,8 +558,8 @@ def binary_op(name, left, right, *, flex=False, axis="columns", fill_value=None,
         method = ("r" + name) if reverse else name
         if name in ("and", "or", "xor"):
             raise ValueError(name)
-        return map_rows_local(_flex_kernel, left, right, method, axis, fill_value, name=method)
-    return map_rows_local(_binary_kernel, left, right, name, name=name)
+        return map_rows(_flex_kernel, left, right, method, axis, fill_value, name=method)
+    return map_rows(_binary_kernel, left, right, name, name=name)
 
 
 def unary_op(name, obj):

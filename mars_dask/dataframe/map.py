@@ -54,6 +54,25 @@ def aligned(*tileables) -> bool:
     return len(keys) == 1
 
 
+def infer_meta_of(func, *args, **kwargs):
+    """Metadata of ``func(*args, **kwargs)`` where the tileables among the arguments are
+    replaced by non-empty stand-ins of their metas; local pandas constants are used as they
+    are (their labels matter, e.g. for alignment)."""
+    pos = [i for i, a in enumerate(args) if is_pandas_tileable(a)]
+    kpos = [k for k, v in kwargs.items() if is_pandas_tileable(v)]
+
+    def run(*metas):
+        full = list(args)
+        for i, m in zip(pos, metas):
+            full[i] = m
+        kw = dict(kwargs)
+        for k, m in zip(kpos, metas[len(pos):]):
+            kw[k] = m
+        return func(*full, **kw)
+
+    return infer_meta(run, *[args[i].data.meta for i in pos], *[kwargs[k].data.meta for k in kpos])
+
+
 def map_rows(func, *args, meta=None, kwargs=None, rows="same", preserves_index=True, index_key=None, name="map-chunk"):
     """Apply ``func`` to row-aligned chunks of the tileables among ``args`` (all must share
     one ``index_key``); constants are passed through.  Returns the output handle."""
@@ -66,8 +85,7 @@ def map_rows(func, *args, meta=None, kwargs=None, rows="same", preserves_index=T
             "(arithmetic between such objects goes through mars_dask.dataframe.arithmetic)"
         )
     if meta is None:
-        metas = [a.data.meta if isinstance(a, Tileable) else a for a in args]
-        meta = infer_meta(func, *metas, **(kwargs or {}))
+        meta = infer_meta_of(func, *args, **(kwargs or {}))
     first = tileables[0].data
     op = DataFrameMap(func, args, kwargs, rows=rows)
     op._op_name = name

@@ -96,6 +96,17 @@ def _join_meta(kind, lmeta, rmeta, how, kwargs):
     return res.iloc[:0]
 
 
+def _side_keys(meta, use_index, side_on, on, side):
+    """One side's join keys: its index, its own ``*_on`` labels, the shared ``on``, or None."""
+    if use_index:
+        return _index_keys(meta)
+    if side_on is not None:
+        return _label_keys(meta, side_on, side)
+    if on is not None:
+        return _label_keys(meta, on, side)
+    return None
+
+
 def _label_keys(meta, labels, side):
     keys = []
     for lab in labels:
@@ -127,22 +138,8 @@ def _merge_keys(lmeta, rmeta, how, on, left_on, right_on, left_index, right_inde
     for arg in (on, left_on, right_on):
         if arg is not None and any(is_pandas_tileable(a) or hasattr(a, "__array__") for a in arg):
             raise NotImplementedError("merge keys must be column or index level names (arrays are not supported)")
-    if left_index:
-        lkeys = _index_keys(lmeta)
-    elif left_on is not None:
-        lkeys = _label_keys(lmeta, left_on, "left")
-    elif on is not None:
-        lkeys = _label_keys(lmeta, on, "left")
-    else:
-        lkeys = None
-    if right_index:
-        rkeys = _index_keys(rmeta)
-    elif right_on is not None:
-        rkeys = _label_keys(rmeta, right_on, "right")
-    elif on is not None:
-        rkeys = _label_keys(rmeta, on, "right")
-    else:
-        rkeys = None
+    lkeys = _side_keys(lmeta, left_index, left_on, on, "left")
+    rkeys = _side_keys(rmeta, right_index, right_on, on, "right")
     if lkeys is None and rkeys is None:
         common = [c for c in lmeta.columns if c in set(rmeta.columns)]
         lkeys = rkeys = tuple(("c", c) for c in common)

@@ -22,11 +22,11 @@ from pandas.api.types import is_list_like
 
 from ..tiling.core import ensure_known, new_key
 from ..tiling.tileable import Tileable
-from .arithmetic import _concat_or_meta, align, infer_meta_local, known_labels, map_rows_local, positional_like
+from .arithmetic import _concat_or_meta, align, known_labels, positional_like
 from .core import (
     DataFrame, DataFrameOperand, Series, frame_nsplits, infer_meta, nan, register_method,
 )
-from .map import aligned, is_pandas_tileable, map_rows
+from .map import aligned, infer_meta_of, is_pandas_tileable, map_rows
 
 __all__: list[str] = []
 
@@ -46,7 +46,7 @@ def _call(obj, name, args, kwargs):
 
 def _simple(self, name, *args, rows="same", preserves_index=True, **kwargs):
     """``self.<name>(*args, **kwargs)`` chunk by chunk (all arguments are constants)."""
-    return map_rows_local(_call, self, name, args, kwargs, rows=rows, preserves_index=preserves_index, name=name)
+    return map_rows(_call, self, name, args, kwargs, rows=rows, preserves_index=preserves_index, name=name)
 
 
 def _call_with(obj, other, name, args, kwargs):
@@ -298,7 +298,7 @@ def fillna(self, value=None, *, method=None, axis=None, inplace=False, limit=Non
     if is_pandas_tileable(value):
         v = _with_labels_like(self, value)
         if v is not None:
-            return map_rows_local(_call_with, self, v, "fillna", (), kw, name="fillna")
+            return map_rows(_call_with, self, v, "fillna", (), kw, name="fillna")
         return broadcast_map(_call_with, self, value, "fillna", (), kw)
     return _simple(self, "fillna", value, **kw)
 
@@ -369,10 +369,10 @@ def _where(self, name, cond, other):
     if other is _no_default:
         args[1] = np.nan
     try:
-        meta = infer_meta_local(_replaced_everywhere, self, args[0], args[1], name)
+        meta = infer_meta_of(_replaced_everywhere, self, args[0], args[1], name)
     except Exception:
         meta = None
-    return map_rows_local(_where_kernel, self, args[0], args[1], name, meta, name=name)
+    return map_rows(_where_kernel, self, args[0], args[1], name, meta, name=name)
 
 
 def _positional_frame(self, arr):

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 from dask._task_spec import Task, TaskRef, parse_input
 from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
 
-from .core import Chunk, has_unknown
+from .core import Chunk
 
 _EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z; graph sequence numbers count seconds from it
 _last_seq = 0
@@ -325,7 +325,3 @@ def build_graph(
             annotations = None
         hlg_layers[name] = ChunkLayer(lspecs, lfutures, annotations=annotations)
     return HighLevelGraph(hlg_layers, {name: layer_deps.get(name, set()) for name in hlg_layers})
-
-
-def unknown_chunks(chunks: Iterable[Chunk]) -> list[Chunk]:
-    return [c for c in chunks if has_unknown(c.shape)]
