@@ -42,3 +42,21 @@ class MarsOutOfMemoryError(MarsDaskError):
             f"alone: estimated {fb(self.estimate)}, its worker process {self.worker!r} used "
             f"{fb(self.used)} of a {fb(self.memory_limit)} limit when it died"
         )
+
+
+class MarsNoWorkersError(MarsDaskError):
+    """The cluster has had no worker for longer than ``mars-dask.failover.no-workers-timeout``
+    while work was waiting: the job fails instead of hanging."""
+
+    def __init__(self, key, waited=None):
+        super().__init__(key, waited)
+        self.key, self.waited = key, waited
+
+    def __str__(self) -> str:
+        return (f"task {self.key!r} could not run: the cluster has had no workers for "
+                f"{self.waited:.0f} s (mars-dask.failover.no-workers-timeout)")
+
+
+class LineageLostError(MarsDaskError):
+    """A graph needs keys that the cluster no longer holds and whose lineage the failover
+    journal cannot rebuild (neither alive, journaled nor checkpointed)."""

@@ -8,6 +8,7 @@ cluster with :func:`install`. Options: ``mars-dask.scheduler.*`` and ``mars-dask
 in dask.config (``mars_dask/mars-dask.yaml``).
 """
 
+from ._failover import failover_report
 from ._hint import memory_hint
 from ._install import dask_setup, dask_teardown, install, setup_server
 from ._nanny import MarsNannyPlugin
@@ -17,5 +18,5 @@ from ._worker import MarsWorkerPlugin
 
 __all__ = [
     "MarsNannyPlugin", "MarsSchedulerPlugin", "MarsWorkerPlugin", "PLUGIN_NAME", "RESOURCE",
-    "dask_setup", "dask_teardown", "install", "memory_hint", "setup_server",
+    "dask_setup", "dask_teardown", "failover_report", "install", "memory_hint", "setup_server",
 ]

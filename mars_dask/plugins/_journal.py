@@ -342,8 +342,8 @@ class LineageJournal:
                 ) -> list[JournalEntry]:
         """Entries needed to rebuild ``keys``, inputs first. The walk skips keys for which
         ``is_available(key)`` is true (targets included: nothing to rebuild), and includes
-        but does not walk past checkpointed or boundary entries (the caller restores those
-        from their checkpoint / boundary). Raises :class:`LineageIncomplete` when a needed
+        but does not walk past checkpointed entries (their recipe reads the checkpoint; a
+        boundary entry whose checkpoint was never written is walked past like any other). Raises :class:`LineageIncomplete` when a needed
         key is neither available nor journaled."""
         out: list[JournalEntry] = []
         done: set = set()
@@ -375,7 +375,7 @@ class LineageJournal:
                         continue
                     entries[key] = e
                     stack.append((key, True))
-                    if key in self._checkpoints or e.boundary is not None:
+                    if key in self._checkpoints:
                         continue
                     for d in reversed(e.dependencies):
                         if d not in done and d not in entries:

@@ -13,3 +13,10 @@ OP_CLOSING = "mars-worker-closing"
 #: worker restrictions that match no worker: how a result is held back
 HOLD_PREFIX = "mars-hold://"
 
+ANN_BOUNDARY = "mars_boundary"
+#: worker -> scheduler: a checkpoint of a key was written
+OP_CHECKPOINTED = "mars-checkpointed"
+#: scheduler.log_event topic of the failover plugin
+EVENT_TOPIC = "mars-failover"
+#: the pseudo-client that keeps results alive for a reconnecting client after a scheduler restart
+HOLD_CLIENT = "mars-failover-hold"

@@ -95,6 +95,7 @@ class Recovery:
         self._adopting_saved: dict = {}  # adopted key -> restrictions to restore in memory
         self._detached: dict = {}  # adopted key -> inputs detached while it is processing
         self._fail_when_runnable: dict = {}  # key -> exception (failed while waiting)
+        self.failover = None  # set by the scheduler plugin: keys a new scheduler does not know
         self.counts = {"adopted": 0, "recomputed": 0, "oom_retries": 0, "oom_failures": 0, "held": 0}
 
     # -- worker bookkeeping ---------------------------------------------------------------
@@ -112,6 +113,8 @@ class Recovery:
         if ws is None:
             return {"adopt": []}
         adopt = []
+        if self.failover is not None and keys:
+            adopt.extend(self.failover.rejoin(worker, keys))
         for d in self.deaths.get(self._ident(ws), ()):
             if d.restart_over:
                 continue

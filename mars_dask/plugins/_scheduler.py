@@ -1,14 +1,17 @@
-"""The scheduler half: one ``SchedulerPlugin`` wiring quota admission (``_quota``) and
-worker-death handling (``_restart``) to Dask's hooks, handlers and worker messages."""
+"""The scheduler half: one ``SchedulerPlugin`` wiring quota admission (``_quota``),
+worker-death handling (``_restart``) and failover (``_failover``: lineage journal,
+checkpoints, scheduler restart) to Dask's hooks, handlers and worker messages."""
 
 from __future__ import annotations
 
 import logging
 
+import dask.config
 from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.protocol.pickle import dumps
 
 from . import _protocol as P
+from ._failover import Failover
 from ._quota import Quota
 from ._restart import Recovery
 
@@ -30,6 +33,10 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         self.scheduler = scheduler
         self.quota = Quota(scheduler)
         self.recovery = Recovery(scheduler, self.quota)
+        self.failover = None
+        if dask.config.get("mars-dask.failover.enabled", True):
+            self.failover = Failover(scheduler)
+            self.recovery.failover = self.failover
         scheduler.handlers.update(
             mars_hello=self._hello, mars_adopted=self._adopted, mars_worker_exit=self._worker_exit,
             mars_stats=self._stats,
@@ -47,11 +54,19 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             await scheduler.register_worker_plugin(
                 comm=None, plugin=dumps(MarsWorkerPlugin(scheduler_has_plugin=True)), name=P.PLUGIN_NAME, idempotent=True
             )
+        if self.failover is not None:
+            await self.failover.start()
+
+    async def close(self):
+        if self.failover is not None:
+            self.failover.close()
 
     # -- hooks --------------------------------------------------------------------------
-    def update_graph(self, scheduler, *, annotations=None, **kwargs):
+    def update_graph(self, scheduler, *, annotations=None, tasks=(), **kwargs):
         if annotations:
             self.quota.update_graph(annotations)
+        if self.failover is not None:
+            self.failover.update_graph(tasks, annotations)
 
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs):
         if finish in ("memory", "forgotten", "erred"):
@@ -60,16 +75,22 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             if tile is not None:
                 self.quota.task_done(key, tile)
         self.recovery.transition(key, start, finish, stimulus_id)
+        if self.failover is not None:
+            self.failover.transition(key, start, finish, stimulus_id)
 
     def log_event(self, topic, msg):
         if topic == "all" and isinstance(msg, dict) and msg.get("action") == "remove-worker":
             self.recovery.remove_worker_event(msg)
+            if self.failover is not None:
+                self.failover.remove_worker_event(msg)
 
     def add_worker(self, scheduler, worker):
         self.recovery.add_worker(worker)
 
     def remove_worker(self, scheduler, worker, *, stimulus_id=None, **kwargs):
         self.recovery.remove_worker(stimulus_id)
+        if self.failover is not None:
+            self.failover.remove_worker(stimulus_id)
 
     # -- handlers -----------------------------------------------------------------------
     def _hello(self, worker, persistent=False, keys=()):
@@ -90,4 +111,5 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         """Counters for tests, benchmarks and the curious (``client.run_on_scheduler``
         is not needed: ``rpc.mars_stats()``)."""
         return {**self.recovery.counts, "exclusive": len(self.quota.exclusive),
-                "observed": dict(self.quota.observed)}
+                "observed": dict(self.quota.observed),
+                "failover": self.failover.stats() if self.failover is not None else None}

@@ -21,6 +21,14 @@ REPO = HERE.parent.parent
 COUNTING = str(HERE / "_counting.py")
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _dask_cli() -> list[str]:
     exe = shutil.which("dask")
     return [exe] if exe else [sys.executable, "-m", "dask"]
@@ -32,7 +40,7 @@ class CLICluster:
     cluster without mars_dask (plain Dask). The scheduler always has the counting plugin."""
 
     def __init__(self, tmp_path: Path, *, mars=True, n_workers=2, nthreads=2, memory_limit="2GiB",
-                 env: dict | None = None, scheduler_args=(), worker_args=()):
+                 env: dict | None = None, scheduler_args=(), worker_args=(), fixed_port: bool = False):
         self.tmp = Path(tmp_path)
         self.mars = mars
         self.n_workers = n_workers
@@ -54,6 +62,15 @@ class CLICluster:
         self.procs: list[subprocess.Popen] = []
         self.scheduler_file = self.tmp / "scheduler.json"
         self.client: Client | None = None
+        # fixed_port: the scheduler listens on a port chosen once, so that a scheduler
+        # restarted after a kill (restart_scheduler) is found at the same address
+        self.port = _free_port() if fixed_port else 0
+        self.scheduler_proc: subprocess.Popen | None = None
+        if self.mars:
+            self.env.update({
+                "DASK_MARS_DASK__FAILOVER__JOURNAL_DIRECTORY": str(self.tmp / "journal"),
+                "DASK_MARS_DASK__FAILOVER__CHECKPOINT_DIRECTORY": str(self.tmp / "checkpoints"),
+            })
 
     # -- start / stop ----------------------------------------------------------------
     def _spawn(self, args, log):
@@ -63,18 +80,36 @@ class CLICluster:
         self.procs.append(p)
         return p
 
-    def start(self, timeout=60) -> Client:
+    def start_scheduler(self, timeout=60) -> subprocess.Popen:
+        """Start the scheduler process (again, after kill_scheduler: same port, journal and
+        checkpoint directories)."""
         cli = _dask_cli()
-        sargs = [*cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+        self.scheduler_file.unlink(missing_ok=True)
+        sargs = [*cli, "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard",
                  "--scheduler-file", str(self.scheduler_file), "--preload", COUNTING]
         if self.mars:
             sargs += ["--preload", "mars_dask"]
-        self._spawn(sargs + self.scheduler_args, "scheduler.log")
+        n = sum(1 for p in self.tmp.glob("scheduler*.log"))
+        self.scheduler_proc = self._spawn(sargs + self.scheduler_args, f"scheduler{'-%d' % n if n else ''}.log")
         deadline = time.monotonic() + timeout
         while not self.scheduler_file.exists():
             if time.monotonic() > deadline:
                 raise TimeoutError("scheduler did not start:\n" + self.logs())
+            if self.scheduler_proc.poll() is not None:
+                raise RuntimeError("scheduler exited:\n" + self.logs())
             time.sleep(0.1)
+        return self.scheduler_proc
+
+    def kill_scheduler(self) -> int:
+        """SIGKILL the scheduler process; returns its pid."""
+        p = self.scheduler_proc
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+        return p.pid
+
+    def start(self, timeout=60) -> Client:
+        cli = _dask_cli()
+        self.start_scheduler(timeout)
         for i in range(self.n_workers):
             wargs = [*cli, "worker", "--scheduler-file", str(self.scheduler_file), "--host", "127.0.0.1",
                      "--nanny", "--nworkers", "1", "--nthreads", str(self.nthreads),

@@ -1,0 +1,507 @@
+"""The failover half of the scheduler plugin: lineage across graphs, checkpoints, and a
+scheduler that can be restarted (Mars's failover service, on Dask).
+
+What Dask does alone, and what this adds:
+
+- While a key is wanted, Dask keeps its recipe and recomputes it after a worker loss.
+  Once it is cancelled or forgotten, a later graph that needs it fails at once ("lost
+  dependencies", inside ``Scheduler.update_graph`` before any plugin hook). Here every
+  key of every graph is recorded in a :class:`~._journal.LineageJournal` (recipe,
+  dependencies, graph sequence, priority, tileable; on disk, bounded in memory), and
+  ``Scheduler._find_lost_dependencies`` is wrapped: the missing keys' lineage, back to data
+  that is alive or to a checkpoint, is put into the submitted graph, which then runs
+  instead of failing. Restored keys get the recovery priority (before all other ready
+  work; among themselves by graph sequence and position, as recorded).
+- Checkpoints cut lineage: the worker that computed a boundary result (shuffle map
+  outputs, ``execute(checkpoint=True)``) or holds scattered data writes it to the
+  checkpoint directory (``_checkpoint.py``) and tells the scheduler, which swaps the key's
+  recipe for "read the checkpoint", detaches it from its inputs (which Dask then forgets
+  when nothing else needs them) and drops the lineage behind it from the journal. A lost
+  shuffle output is then re-read, not re-shuffled; scattered data is no longer "lost data
+  which can't be recovered"; an iterative job's journal and task table stay flat.
+- A restarted scheduler (same address, same journal directory) reads the journal back;
+  workers that rejoin with results in their stores get them registered (held for
+  ``rejoin-hold`` by a pseudo-client) so a reconnecting client's resubmitted graph reuses
+  them, and any graph that needs a key nobody holds rebuilds it from the journal.
+- A cluster left without workers fails waiting work with :class:`MarsNoWorkersError`
+  after ``no-workers-timeout`` instead of hanging.
+- Observability: ``scheduler.log_event`` topic ``mars-failover`` ("worker-lost",
+  "recovery-plan", "recovered", "journal-restore", "checkpoint", "rejoin", "no-workers")
+  and :meth:`Failover.stats` (``mars_dask.failover_report(client)``).
+
+Journal writes happen on a background thread (pickling every recipe on the event loop
+would slow the scheduler down); anything that reads lineage flushes it first.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import pickle
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import dask.config
+from dask.utils import parse_timedelta
+from distributed.protocol.pickle import dumps as pickle_dumps
+from distributed.protocol.pickle import loads as pickle_loads
+from tornado.ioloop import PeriodicCallback
+
+from ..errors import MarsNoWorkersError
+from . import _protocol as P
+from ._checkpoint import MarsCheckpointPlugin, is_loader, loader_task
+from ._journal import JournalEntry, LineageIncomplete, LineageJournal
+
+logger = logging.getLogger("mars_dask.plugins.failover")
+
+#: see _restart.RECOVERY_BOOST (kept equal: recomputations and restorations share the queue)
+RECOVERY_BOOST = 2**62
+_MAX_KEYS_IN_EVENT = 200
+
+
+def _cfg(name):
+    return dask.config.get(f"mars-dask.failover.{name}")
+
+
+def _address_tag(address: str) -> str:
+    return address.split("://")[-1].replace(":", "-").replace("/", "_") or "scheduler"
+
+
+def default_root() -> str:
+    try:
+        user = getpass.getuser()
+    except Exception:  # pragma: no cover - no user name
+        user = str(os.getuid())
+    return os.path.join(tempfile.gettempdir(), f"mars-dask-{user}")
+
+
+@dataclass
+class Plan:
+    """A recovery: the keys to recompute (or re-read) after ``cause``."""
+
+    cause: str
+    t0: float = field(default_factory=time.monotonic)
+    keys: set = field(default_factory=set)
+    pending: set = field(default_factory=set)
+    n: int = 0
+
+
+class Failover:
+    def __init__(self, scheduler):
+        self.s = scheduler
+        self.journal: LineageJournal | None = None
+        self.counts = {"restored_keys": 0, "restore_failures": 0, "checkpoints_written": 0,
+                       "checkpoint_loads": 0, "worker_losses": 0, "recomputed": 0, "rejoined_keys": 0,
+                       "no_worker_failures": 0, "graphs": 0}
+        self.graph_seq = 0
+        self._recorded: set = set()
+        self._restoring: dict = {}  # key -> recorded priority, for the graph being submitted
+        self._journal_plan: Plan | None = None
+        self._by_stimulus: dict[str, Plan] = {}
+        self._plan_of: dict = {}  # key -> Plan still pending
+        self.history: deque = deque(maxlen=100)  # finished plans (summaries)
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._no_workers_since: float | None = None
+        self._pc: PeriodicCallback | None = None
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        s = self.s
+        tag = _address_tag(s.address)
+        self.journal_dir = os.path.join(_cfg("journal-directory") or os.path.join(default_root(), "journal"), tag)
+        self.checkpoint_dir = os.path.join(
+            _cfg("checkpoint-directory") or os.path.join(default_root(), "checkpoints"), tag
+        )
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        self.journal = LineageJournal.open(self.journal_dir, max_memory_entries=int(_cfg("journal-memory-entries")))
+        self._recorded = set(self.journal.keys())
+        self.graph_seq = max((self.journal.get(k).graph_seq for k in self._recorded), default=0) if self._recorded else 0
+        if self._recorded:
+            logger.info("read the lineage journal of a previous scheduler: %d keys (%s)",
+                        len(self._recorded), self.journal_dir)
+            self.event("journal-reopened", entries=len(self._recorded), directory=self.journal_dir)
+        self._thread = threading.Thread(target=self._writer, name="mars-journal", daemon=True)
+        self._thread.start()
+
+        self._orig_find_lost = s._find_lost_dependencies
+        s._find_lost_dependencies = self._find_lost_dependencies  # see the module docstring
+        if _cfg("checkpoint-scattered"):
+            self._orig_update_data = s.update_data
+            s.update_data = self._update_data  # Scheduler.scatter calls self.update_data
+            s.handlers["update_data"] = self._update_data
+        s.stream_handlers[P.OP_CHECKPOINTED] = self.checkpointed
+        s.handlers["mars_failover_stats"] = self.stats
+
+        kinds = ["checkpoint"] + (["shuffle"] if _cfg("checkpoint-shuffles") else [])
+        await s.register_worker_plugin(
+            comm=None, plugin=pickle_dumps(MarsCheckpointPlugin(self.checkpoint_dir, kinds)),
+            name=MarsCheckpointPlugin.name, idempotent=True,
+        )
+        timeout = _cfg("no-workers-timeout")
+        self.no_workers_timeout = parse_timedelta(timeout) if timeout is not None else None
+        if self.no_workers_timeout is not None:
+            self._pc = PeriodicCallback(self._check_workers, 1000)
+            self._pc.start()
+
+    def close(self) -> None:
+        """A normal close: the job is over, nothing needs the journal or the checkpoints."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._pc is not None:
+            self._pc.stop()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(30)
+        if self.journal is not None:
+            self.journal.close()
+            shutil.rmtree(self.journal_dir, ignore_errors=True)
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+
+    # -- the journal ------------------------------------------------------------------------
+    def _writer(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                item()
+            except Exception:  # pragma: no cover - keep journaling
+                logger.exception("lineage journal write failed")
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued journal write is done."""
+        if self._thread is not None and self._thread.is_alive():
+            self._queue.join()
+
+    def _record(self, seq: int, items: list) -> None:
+        entries = []
+        for key, spec, deps, prio, tileable, boundary in items:
+            try:
+                recipe = _dumps(spec)
+            except Exception as e:  # an unpicklable recipe is not recoverable from the journal
+                logger.warning("cannot journal %r: %s", key, e)
+                self._recorded.discard(key)
+                continue
+            entries.append(JournalEntry(key, recipe, deps, prio, tileable, boundary))
+        self.journal.record(seq, entries)
+
+    def update_graph(self, tasks, annotations) -> None:
+        """``SchedulerPlugin.update_graph``: journal the new keys, prioritise restored ones."""
+        s = self.s
+        self.graph_seq += 1
+        self.counts["graphs"] += 1
+        seq = self.graph_seq
+        tiles = annotations.get(P.ANN_TILEABLE, {}) if annotations else {}
+        bounds = annotations.get(P.ANN_BOUNDARY, {}) if annotations else {}
+        recorded = self._recorded
+        items = []
+        get = s.tasks.get
+        for k in tasks:
+            if k in recorded:
+                continue
+            ts = get(k)
+            if ts is None or ts.run_spec is None:
+                continue
+            recorded.add(k)
+            p = ts.priority
+            items.append((k, ts.run_spec, tuple(d.key for d in ts.dependencies),
+                          p[0] if p else 0, tiles.get(k), bounds.get(k)))
+        if items:
+            self._queue.put(lambda: self._record(seq, items))
+        if self._restoring:
+            restoring, self._restoring = self._restoring, {}
+            n = 0
+            for k, prio in restoring.items():
+                ts = get(k)
+                if ts is None:
+                    continue
+                ts.priority = (prio - RECOVERY_BOOST, s.generation, 0)
+                n += 1
+            self.counts["restored_keys"] += n
+        if self._journal_plan is not None:
+            plan, self._journal_plan = self._journal_plan, None
+            self._start_plan(plan)
+
+    def _find_lost_dependencies(self, dsk, keys):
+        """Dask's check, after putting the lineage of keys it no longer has into ``dsk``."""
+        lost = self._orig_find_lost(dsk, keys)
+        if not lost or self.journal is None:
+            return lost
+        tasks = self.s.tasks
+        missing = [k for k in lost if k not in dsk and k not in tasks]
+        t0 = time.monotonic()
+        self.flush()
+        try:
+            entries = self.journal.lineage(missing, lambda k: k in dsk or k in tasks)
+        except LineageIncomplete as e:
+            self.counts["restore_failures"] += 1
+            logger.warning("cannot rebuild %d lost keys from the journal: %s", len(e.missing), e)
+            self.event("journal-restore-failed", missing=_some(e.missing), n=len(e.missing))
+            return lost
+        loaded = []
+        for e in entries:
+            try:
+                spec = pickle_loads(e.recipe)
+            except Exception as exc:
+                logger.warning("cannot read the journaled recipe of %r: %s", e.key, exc)
+                return lost
+            dsk[e.key] = spec
+            self._restoring[e.key] = e.priority if isinstance(e.priority, (int, float)) else 0
+            if is_loader(spec):
+                loaded.append(e.key)
+        lost = self._orig_find_lost(dsk, keys)
+        if entries:
+            logger.info("rebuilding %d keys of earlier graphs from the journal (%d from checkpoints)",
+                        len(entries), len(loaded))
+            self.event("journal-restore", missing=_some(missing), recompute=_some([e.key for e in entries]),
+                       n=len(entries), from_checkpoint=_some(loaded), n_from_checkpoint=len(loaded),
+                       duration=time.monotonic() - t0, complete=not lost)
+            # started once update_graph has created the keys' task states
+            self._journal_plan = Plan("journal", keys={e.key for e in entries})
+        return lost
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def checkpointed(self, worker=None, key=None, path=None, nbytes=0) -> None:
+        """A worker wrote ``key``'s checkpoint to ``path``: cut its lineage."""
+        s = self.s
+        ts = s.tasks.get(key)
+        if ts is None or ts.state == "forgotten":
+            return
+        self.counts["checkpoints_written"] += 1
+        spec = loader_task(key, path)
+        ann = ts.annotations or {}
+        p = ts.priority
+        entry = JournalEntry(key, _dumps(spec), (), p[0] if p else 0, ann.get(P.ANN_TILEABLE), "checkpoint")
+        seq = self.graph_seq
+        self._recorded.add(key)
+
+        def write():
+            self.journal.record(seq, [entry])
+            for k in self.journal.drop_before([key]):
+                self._recorded.discard(k)
+
+        self._queue.put(write)
+        if ts.state == "memory" or (ts.run_spec is None and ts.state != "processing"):
+            self._cut(ts, spec)
+        self.event("checkpoint", key=key, nbytes=nbytes, worker=worker)
+
+    def _cut(self, ts, spec) -> None:
+        """``ts`` now reads its checkpoint: detach it from its inputs and let Dask forget the
+        inputs nothing else needs."""
+        ts.run_spec = spec
+        if not ts.priority:  # scattered data never had one; Dask needs it to schedule
+            ts.priority = (0, self.s.generation, 0)
+        recs = {}
+        for dts in list(ts.dependencies):
+            ts.dependencies.discard(dts)
+            dts.dependents.discard(ts)
+            if dts.waiters:
+                dts.waiters.discard(ts)
+            if ts.waiting_on:
+                ts.waiting_on.discard(dts)
+            if not dts.dependents and not dts.who_wants and not dts.waiters:
+                if dts.state == "memory":
+                    recs[dts.key] = "released"
+                elif dts.state == "released":
+                    recs[dts.key] = "forgotten"
+        if recs:
+            self.s.transitions(recs, stimulus_id=f"mars-checkpoint-cut-{time.time()}")
+
+    def _update_data(self, *, who_has, nbytes, client=None):
+        """``Scheduler.update_data`` (scatter): learn the data, then have it checkpointed."""
+        r = self._orig_update_data(who_has=who_has, nbytes=nbytes, client=client)
+        by_worker: dict = {}
+        for key, workers in who_has.items():
+            if workers:
+                by_worker.setdefault(self.s.coerce_address(workers[0]), []).append(key)
+        for addr, keys in by_worker.items():
+            self.s.loop.add_callback(self._checkpoint_on, addr, keys)
+        return r
+
+    async def _checkpoint_on(self, addr, keys) -> None:
+        try:
+            await self.s.rpc(addr).mars_checkpoint(keys=keys)
+        except Exception as e:
+            logger.warning("could not checkpoint scattered data on %s: %s", addr, e)
+
+    # -- a scheduler restarted on a journal ----------------------------------------------------
+    def rejoin(self, worker, keys) -> list:
+        """A (re)started worker holds ``keys`` in its store that this scheduler does not
+        know, typically after a scheduler restart: register the journaled ones as in memory
+        there and keep them for ``rejoin-hold`` so a reconnecting client finds them."""
+        if self.journal is None:
+            return []
+        s = self.s
+        known = [k for k in keys if k not in s.tasks and k in self._recorded]
+        if not known:
+            return []
+        update = getattr(self, "_orig_update_data", s.update_data)  # no checkpoint: it is journaled
+        update(who_has={k: [worker] for k in known}, nbytes={}, client=P.HOLD_CLIENT)
+        hold = parse_timedelta(_cfg("rejoin-hold"))
+        s.loop.call_later(hold, self._release_hold, known)
+        self.counts["rejoined_keys"] += len(known)
+        self.event("rejoin", worker=worker, keys=_some(known), n=len(known))
+        return known
+
+    def _release_hold(self, keys) -> None:
+        keys = [k for k in keys if k in self.s.tasks]
+        if keys and P.HOLD_CLIENT in self.s.clients:
+            self.s.client_releases_keys(keys=keys, client=P.HOLD_CLIENT, stimulus_id=f"mars-rejoin-hold-{time.time()}")
+
+    # -- worker losses and recovery plans ----------------------------------------------------
+    def remove_worker_event(self, msg: dict) -> None:
+        """Before Dask's transitions for a removed worker (see _restart.py)."""
+        if msg.get("expected"):
+            return
+        self.counts["worker_losses"] += 1
+        lost = list(msg.get("lost-computed-tasks") or ())
+        scattered = list(msg.get("lost-scattered-tasks") or ())
+        self._by_stimulus[msg.get("stimulus_id")] = Plan(msg.get("worker"))
+        self.event("worker-lost", worker=msg.get("worker"), lost=_some(lost), n_lost=len(lost),
+                   lost_scattered=_some(scattered), processing=_some(msg.get("processing-tasks") or ()))
+
+    def remove_worker(self, stimulus_id) -> None:
+        plan = self._by_stimulus.pop(stimulus_id, None)
+        if plan is not None:
+            self._start_plan(plan)
+
+    def _start_plan(self, plan: Plan) -> None:
+        tasks = self.s.tasks
+        plan.pending = {k for k in plan.keys if k in tasks and tasks[k].state not in ("memory", "forgotten", "erred")}
+        plan.n = len(plan.keys)
+        loaders = [k for k in plan.keys if k in tasks and is_loader(tasks[k].run_spec)]
+        if plan.cause != "journal":
+            self.event("recovery-plan", cause=plan.cause, recompute=_some(plan.keys), n=plan.n,
+                       from_checkpoint=_some(loaders), n_from_checkpoint=len(loaders))
+        self.counts["recomputed"] += len(plan.pending)
+        for k in plan.pending:
+            self._plan_of[k] = plan
+        if not plan.pending:
+            self._finish(plan)
+
+    def _finish(self, plan: Plan) -> None:
+        d = time.monotonic() - plan.t0
+        summary = {"cause": plan.cause, "n": plan.n, "duration": d}
+        self.history.append(summary)
+        self.event("recovered", **summary)
+
+    def transition(self, key, start, finish, stimulus_id) -> None:
+        if self._by_stimulus:
+            plan = self._by_stimulus.get(stimulus_id)
+            if plan is not None and finish == "waiting":
+                plan.keys.add(key)
+        if finish == "memory" and start == "processing":
+            ts = self.s.tasks.get(key)
+            if ts is not None and is_loader(ts.run_spec):
+                self.counts["checkpoint_loads"] += 1
+        if self._plan_of and (finish in ("memory", "forgotten", "erred")
+                              or (finish == "released" and start != "processing")):
+            # done, or no longer needed (a key lost again while processing stays pending)
+            plan = self._plan_of.pop(key, None)
+            if plan is not None:
+                plan.pending.discard(key)
+                if not plan.pending:
+                    self._finish(plan)
+
+    # -- no workers -------------------------------------------------------------------------
+    def _check_workers(self) -> None:
+        s = self.s
+        if any(ws.status.name == "running" for ws in s.workers.values()):
+            self._no_workers_since = None
+            return
+        waiting = [ts.key for ts in list(s.unrunnable)] + [ts.key for ts in list(s.queued)]
+        if not waiting:
+            self._no_workers_since = None
+            return
+        now = time.monotonic()
+        if self._no_workers_since is None:
+            self._no_workers_since = now
+            logger.warning("no workers: %d tasks are waiting for one", len(waiting))
+            self.event("no-workers", waiting=len(waiting), timeout=self.no_workers_timeout)
+            return
+        waited = now - self._no_workers_since
+        if waited < self.no_workers_timeout:
+            return
+        sid = f"mars-no-workers-{time.time()}"
+        logger.error("no workers for %.0f s: failing %d waiting tasks", waited, len(waiting))
+        self.event("no-workers-failed", waiting=len(waiting), waited=waited)
+        for k in waiting:
+            ts = s.tasks.get(k)
+            if ts is None or ts.state not in ("no-worker", "queued"):
+                continue
+            exc = MarsNoWorkersError(k, waited)
+            recs = s.transition(k, "erred", exception=pickle.dumps(exc), cause=k, stimulus_id=sid)
+            s.transitions(recs, stimulus_id=sid)
+            self.counts["no_worker_failures"] += 1
+        self._no_workers_since = None
+
+    # -- reporting ---------------------------------------------------------------------------
+    def event(self, action: str, **msg) -> None:
+        self.s.log_event(P.EVENT_TOPIC, {"action": action, **msg})
+
+    def stats(self) -> dict:
+        """Counters, journal size and recent events (``mars_dask.failover_report``)."""
+        self.flush()
+        js = self.journal.stats() if self.journal is not None else {}
+        return {
+            **self.counts,
+            "journal_entries": js.get("entries", 0),
+            "journal_entries_in_memory": js.get("entries_in_memory", 0),
+            "journal_checkpoints": js.get("checkpoints", 0),
+            "journal_bytes": js.get("bytes", 0),
+            "journal_directory": getattr(self, "journal_dir", None),
+            "checkpoint_directory": getattr(self, "checkpoint_dir", None),
+            "scheduler_tasks": len(self.s.tasks),
+            "pending_recovery": len(self._plan_of),
+            "recoveries": list(self.history),
+            "events": [e for _, e in list(self.s.get_events(P.EVENT_TOPIC))[-100:]],
+        }
+
+
+def _dumps(obj) -> bytes:
+    """pickle, or cloudpickle for what pickle refuses (functions defined in __main__...),
+    without distributed's error logging: the caller decides what a failure means."""
+    try:
+        return pickle.dumps(obj, protocol=5)
+    except Exception:
+        import cloudpickle
+
+        return cloudpickle.dumps(obj, protocol=5)
+
+
+def _some(keys) -> list:
+    keys = list(keys)
+    return keys[:_MAX_KEYS_IN_EVENT]
+
+
+def failover_report(client=None) -> dict:
+    """What the failover plugin of ``client``'s scheduler has seen and done: counters
+    (worker losses, keys recomputed, restored from the journal, checkpoints written and
+    read), journal size, the scheduler's task count, recent recoveries with durations and
+    the latest ``mars-failover`` events."""
+    from ..errors import MarsDaskError
+    from ..session import get_client
+
+    client = client or get_client()
+
+    def stats(dask_scheduler):
+        p = dask_scheduler.plugins.get(P.PLUGIN_NAME)
+        f = getattr(p, "failover", None)
+        return f.stats() if f is not None else None
+
+    out = client.run_on_scheduler(stats)
+    if out is None:
+        raise MarsDaskError("the scheduler has no mars_dask failover plugin (start it with "
+                            "`dask scheduler --preload mars_dask`, or mars_dask.plugins.install(client))")
+    return out
