@@ -48,3 +48,8 @@ def oom_or_wait(a, nbytes=0, path="", timeout=60.0):
 def block(a, delay=2.0):
     time.sleep(delay)
     return a
+
+
+def sleep_then(delay, value):
+    time.sleep(delay)
+    return value

@@ -1,0 +1,217 @@
+"""The failover plugin on real CLI clusters: keys Dask has forgotten rebuilt from the lineage
+journal, checkpoints that cut lineage (scattered data, shuffle map outputs), the journal
+read back by a restarted scheduler, and a clear error when no worker is left.
+
+Each test compares with what really ran (the scheduler's transition log, counted by
+tests/worker/_counting.py) and bounds every wait."""
+
+from __future__ import annotations
+
+import operator
+import os
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from dask._task_spec import Task, TaskRef
+from distributed import Client
+
+import mars_dask
+import mars_dask.dataframe as md
+from mars_dask.errors import MarsNoWorkersError
+from tests.worker import _kernels as K
+from tests.worker.conftest import CLICluster
+
+# a worker whose node is gone (nanny killed too) is given up on after this
+FAST_GRACE = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "1s"}
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    made = []
+
+    def make(**kw):
+        d = tmp_path / f"c{len(made)}"
+        d.mkdir()
+        c = CLICluster(d, **kw)
+        made.append(c)
+        c.start()
+        return c
+
+    yield make
+    for c in made:
+        c.close()
+        c.cleanup_dirs()
+
+
+def _events(client, action):
+    return [e for _, e in client.get_events("mars-failover") if e.get("action") == action]
+
+
+def _kill_node(c: CLICluster, name) -> None:
+    """SIGKILL a worker process *and* its nanny (the node is gone: no restart, its store
+    is never adopted)."""
+    addr, w = c.worker_by_name(name)
+    nanny_pid = c.client.run(os.getppid, workers=[addr])[addr]
+    os.killpg(os.getpgid(nanny_pid), signal.SIGKILL)
+
+
+def _wait_workers(c: CLICluster, n, timeout=60):
+    c.wait(lambda: len(c.workers()) == n, timeout, f"{n} workers")
+
+
+def test_forgotten_keys_rebuilt_from_journal_across_graphs(cluster):
+    """Plain Dask fails a graph that needs a forgotten key ("lost dependencies"); with the
+    plugin the key's lineage, recorded from two earlier graphs, is resubmitted."""
+    results = {}
+    for mars in (False, True):
+        c = cluster(mars=mars, n_workers=1)
+        client = c.client
+        a = client.submit(operator.add, 1, 2, key="a")  # graph 1
+        b = client.submit(operator.mul, a, 10, key="b")  # graph 2
+        assert b.result(timeout=30) == 30
+        del a, b
+        c.wait(lambda: not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)),
+               30, "keys forgotten")
+        graph = {"c": Task("c", operator.add, TaskRef("b"), 5)}  # graph 3 needs b, gone
+        try:
+            results[mars] = client.get(graph, "c", sync=True)
+        except Exception as e:  # noqa: BLE001 - plain Dask's failure is the point
+            results[mars] = e
+        if mars:
+            ex = c.counts()["executed"]
+            assert (ex["a"], ex["b"], ex["c"]) == (2, 2, 1)  # only the lineage re-ran
+            [ev] = _events(client, "journal-restore")
+            assert list(ev["missing"]) == ["b"] and sorted(ev["recompute"]) == ["a", "b"] and ev["complete"]
+            rep = mars_dask.failover_report(client)
+            assert rep["restored_keys"] == 2 and rep["journal_entries"] >= 3
+            assert [r["cause"] for r in rep["recoveries"]] == ["journal"]
+    assert results[True] == 35
+    assert isinstance(results[False], Exception) and "lost dependencies" in str(results[False])
+
+
+def test_restored_lineage_runs_before_other_ready_work(cluster):
+    """Mars's lost-objects queue: rebuilt keys run first, whatever the new graph's order."""
+    c = cluster(n_workers=1, nthreads=1)
+    client = c.client
+    a = client.submit(operator.add, 1, 2, key="lost-a")
+    b = client.submit(operator.mul, a, 10, key="lost-b")
+    assert b.result(timeout=30) == 30
+    del a, b
+    c.wait(lambda: not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)), 30,
+           "keys forgotten")
+    graph = {f"other-{i}": Task(f"other-{i}", K.sleep_then, 0.05, i) for i in range(12)}
+    graph["needs-b"] = Task("needs-b", operator.add, TaskRef("lost-b"), 5)
+    res = client.get(graph, list(graph), sync=True)
+    assert res[-1] == 35
+    starts = c.counts()["starts"]
+    others = sorted(s[1] for k, v in starts.items() if k.startswith("other-") for s in v)
+    # lost-a runs first; lost-b becomes ready only when lost-a is done, by which time the
+    # worker may already have started the next queued task
+    assert starts["lost-a"][-1][1] <= others[0] and starts["lost-b"][-1][1] <= others[1]
+
+
+@pytest.mark.parametrize("mars", [False, True])
+def test_scattered_data_survives_its_node(cluster, mars):
+    """Scattered data is checkpointed at ingest: when its node is gone (worker and nanny
+    killed), tasks that need it read the checkpoint; plain Dask loses it for good."""
+    c = cluster(mars=mars, n_workers=2, env=FAST_GRACE)
+    client = c.client
+    data = np.arange(100_000, dtype=np.int64)
+    [s] = client.scatter([data], workers=[c.worker_by_name("w0")[0]])
+    if mars:
+        c.wait(lambda: mars_dask.failover_report(client)["checkpoints_written"] == 1, 30, "checkpoint")
+    _kill_node(c, "w0")
+    _wait_workers(c, 1)
+    f = client.submit(np.sum, s, key="sum-after-loss")
+    if mars:
+        assert f.result(timeout=60) == data.sum()
+        rep = mars_dask.failover_report(client)
+        assert rep["checkpoint_loads"] == 1 and rep["worker_losses"] == 1
+        [lost] = _events(client, "worker-lost")
+        assert list(lost["lost"]) == [s.key]
+    else:
+        with pytest.raises(Exception, match="lost|cancel|Cancel"):
+            f.result(timeout=60)
+
+
+def test_shuffle_loss_rereads_checkpointed_map_outputs(cluster):
+    """A lost shuffle output is recomputed from the checkpointed map outputs: no input of
+    the shuffle runs again; the lost reducers and their pieces do, and the map outputs
+    they need are read back from their checkpoints."""
+    c = cluster(n_workers=2, env=FAST_GRACE)
+    client = c.client
+    rs = np.random.default_rng(0)
+    a = pd.DataFrame({"v": rs.random(8000)}, index=rs.integers(0, 500, 8000))
+    b = pd.DataFrame({"w": rs.random(500)}, index=rs.permutation(500))
+    n_maps = 8 + 5
+    g = md.DataFrame(a, chunk_size=1000).merge(md.DataFrame(b, chunk_size=100), left_index=True,
+                                               right_index=True, method="shuffle")
+    g.execute()
+    c.wait(lambda: mars_dask.failover_report(client)["checkpoints_written"] >= n_maps, 30,
+           "map outputs checkpointed")
+    before = dict(c.counts()["executed"])
+    who = client.who_has([ch.future for ch in g.data.chunks])
+    holder = max(c.workers(), key=lambda w: sum(list(a) == [w] for a in who.values()))
+    lost = {str(k) for k, addrs in who.items() if list(addrs) == [holder]}
+    assert lost and len(lost) < len(who), who
+    _kill_node(c, c.workers()[holder]["name"])
+    _wait_workers(c, 1)
+    got = g.fetch()
+    exp = a.merge(b, left_index=True, right_index=True)
+    pd.testing.assert_frame_equal(got.sort_index(kind="stable"), exp.sort_index(kind="stable"))
+    after = c.counts()["executed"]
+    rerun = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
+    rep = mars_dask.failover_report(client)
+    assert all(n == 1 for n in rerun.values())
+    assert {k for k in rerun if k in lost} == lost  # every lost output, once
+    kinds = {}
+    for k in rerun:
+        if k not in lost:
+            kinds.setdefault(k.split(",")[0].rsplit("-", 1)[-1].strip("'\""), set()).add(k)
+    # only the map outputs (read from their checkpoints) and the lost reducers' pieces
+    assert set(kinds) == {"map", "piece"}, kinds
+    assert len(kinds["map"]) == rep["checkpoint_loads"] == n_maps
+    assert len(kinds["piece"]) == n_maps * len(lost)  # each lost reducer reads one piece per map
+
+
+def test_journal_read_back_by_a_restarted_scheduler(cluster):
+    """SIGKILL the scheduler, start a new one on the same address and journal directory:
+    a graph that needs a key of the dead scheduler's graphs is completed from the journal
+    (or from a rejoined worker's store)."""
+    c = cluster(n_workers=1, fixed_port=True)
+    client = c.client
+    a = client.submit(operator.add, 1, 2, key="j-a")
+    b = client.submit(operator.mul, a, 10, key="j-b")
+    assert b.result(timeout=30) == 30
+    journal = c.tmp / "journal"
+    assert any(journal.rglob("segment-*.mdj"))
+    client.close()
+    c.client = None
+    c.kill_scheduler()
+    c.start_scheduler()
+    with Client(f"tcp://127.0.0.1:{c.port}", timeout=30) as client2:
+        c.client = client2
+        client2.wait_for_workers(1, timeout=60)
+        graph = {"j-c": Task("j-c", operator.add, TaskRef("j-b"), 5)}
+        assert client2.get(graph, "j-c", sync=True) == 35
+        reopened = _events(client2, "journal-reopened")
+        assert reopened and reopened[0]["entries"] >= 2
+        rep = mars_dask.failover_report(client2)
+        # j-b came back from the journal's lineage or from the worker's store, not from nowhere
+        assert rep["restored_keys"] + rep["rejoined_keys"] >= 1
+
+
+def test_no_workers_left_is_an_error_not_a_hang(cluster):
+    c = cluster(n_workers=1, env={**FAST_GRACE, "DASK_MARS_DASK__FAILOVER__NO_WORKERS_TIMEOUT": "3s"})
+    client = c.client
+    _kill_node(c, "w0")
+    _wait_workers(c, 0)
+    f = client.submit(operator.add, 1, 2, key="no-worker-task")
+    t0 = time.monotonic()
+    with pytest.raises(MarsNoWorkersError, match="no workers"):
+        f.result(timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert _events(client, "no-workers")
