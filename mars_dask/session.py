@@ -4,20 +4,38 @@ The session is a thin layer over a ``distributed.Client``: the current default c
 there is one, otherwise an embedded ``LocalCluster`` started once (sized to the machine,
 with mars_dask's plugins installed) and reused.  Executed chunks keep their Dask Futures;
 the tileable owns its chunks, so dropping the tileable releases the data on the cluster.
+
+Scheduler loss: when the scheduler dies the Client cancels every Future (reason
+``scheduler-connection-lost``) and tries to reconnect to the same address. ``execute()``,
+``fetch()`` and the shape queries of iterative tiling notice it, wait for the client to
+reconnect (``mars-dask.session.reconnect-timeout``, then :class:`MarsDaskError`) and for
+the workers to rejoin (``mars-dask.session.rejoin-wait``: each restarted worker has listed
+what its store holds to the new scheduler), and resubmit: every chunk needed whose Future
+is dead -- including inputs executed by earlier ``execute()`` calls -- is emitted again from
+the client-side chunk graph, with the same keys and recipes, so the new scheduler finds the
+results the workers still hold (and its journal) instead of recomputing them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import threading
+import time
+import weakref
 from typing import Sequence
 
+import dask.config
 import numpy as np
+from dask.utils import parse_timedelta
 from distributed import Client, Future, LocalCluster, wait
-from distributed.client import default_client
+from distributed.client import FuturesCancelledError, default_client
+from distributed.comm import CommClosedError
+from distributed.deploy.cluster import Cluster
 
 from . import config
+from .errors import MarsDaskError
 from .tiling.core import Chunk, TileableData, bump_execution_epoch, has_unknown
 from .tiling.emit import build_graph
 from .tiling.tile import tile
@@ -32,6 +50,50 @@ def _shape_of(x) -> tuple:
     return tuple(getattr(x, "shape", ()))
 
 
+class _EmbeddedCluster(LocalCluster):
+    """The embedded ``LocalCluster``, which never gives up on a nanny that is alive.
+
+    ``SpecCluster._update_worker_status`` closes a worker's nanny for good when no worker of
+    that name is back within ``distributed.deploy.lost-worker-timeout`` (15 s) of its
+    removal, and the job then waits forever with fewer (or zero) workers. Here the nanny,
+    which restarts its process on its own, is left alone; a nanny that did close is
+    replaced (its spec is still in ``worker_spec``, so ``_correct_state`` starts a new one):
+    the embedded cluster keeps its size (change it with ``cluster.scale``, which removes
+    the spec first). Private: ``SpecCluster._update_worker_status`` of distributed 2026.8.
+    """
+
+    def _update_worker_status(self, op, msg):
+        if op == "remove":
+            name = self.scheduler_info["workers"].get(msg, {}).get("name")
+            delay = parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
+
+            def check(tries=60):
+                from distributed.core import Status
+
+                w = self.workers.get(name)
+                if self.status != Status.running or w is None:
+                    return
+                st = getattr(w, "status", None)
+                if st in (Status.closing, Status.closing_gracefully) and tries > 0:
+                    asyncio.get_running_loop().call_later(1.0, check, tries - 1)
+                    return
+                if st not in (Status.closed, Status.failed):
+                    return
+                if any(d["name"] == name for d in self.scheduler_info["workers"].values()):
+                    return
+                logger.warning("embedded cluster: worker %s and its nanny are gone; starting a new one", name)
+                del self.workers[name]
+                task = self._correct_state()
+                task.add_done_callback(
+                    lambda t: t.cancelled() or t.exception() is None
+                    or logger.warning("embedded cluster: could not replace worker %s: %r", name, t.exception()))
+
+            if name is not None:
+                asyncio.get_running_loop().call_later(delay, check)
+        # skip SpecCluster's version (the timed close), keep Cluster's bookkeeping
+        Cluster._update_worker_status(self, op, msg)
+
+
 def start_embedded_cluster() -> Client:
     """Start (once) the embedded ``LocalCluster`` used when no Client exists."""
     global _embedded
@@ -44,7 +106,7 @@ def start_embedded_cluster() -> Client:
                     kwargs[kw] = v
             # the same installation as the CLI: --preload mars_dask on the scheduler and
             # the workers, --preload-nanny mars_dask (MarsStore + exit monitor)
-            cluster = LocalCluster(
+            cluster = _EmbeddedCluster(
                 memory_limit=config.get("embedded.memory-limit"),
                 dashboard_address=config.get("embedded.dashboard-address"),
                 scheduler_kwargs={"preload": ["mars_dask"]},
@@ -112,48 +174,244 @@ def _futures_of(dsk, keys, rename=None):
     return {k: dsk[k] for k in keys}
 
 
+#: Client.cancel's reason for every Future when the client loses the scheduler
+#: (distributed 2026.8, Client._reconnect)
+LOST_REASON = "scheduler-connection-lost"
+#: the event topic each worker logs on once it rejoined (mars_dask.plugins._worker)
+REJOIN_TOPIC = "mars-worker-rejoin"
+
+# client -> the largest worker count seen on its scheduler (to know how many should rejoin)
+_n_workers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _SchedulerLost(Exception):
+    """Internal: the scheduler connection was lost during an operation."""
+
+
+def _dead(f) -> bool:
+    """A Future that no longer stands for data on the cluster (cancelled: the client lost
+    the scheduler, or the key was cancelled)."""
+    return f.status == "cancelled"
+
+
+def _lost_by_disconnect(f) -> bool:
+    # private: FutureState.exception is the FutureCancelledError with Client's reason
+    exc = getattr(getattr(f, "_state", None), "exception", None)
+    return getattr(exc, "reason", None) == LOST_REASON
+
+
+def _revive(outputs: Sequence[Chunk]) -> list[tuple[Chunk, Future]]:
+    """Unbind the dead Futures of ``outputs`` and of everything they are built from (down
+    to chunks whose Futures are alive), so that the next emission rebuilds them from the
+    chunk graph with the same keys and recipes. Returns ``(chunk, its dead Future)``."""
+    revived = []
+    seen = set()
+    stack = list(outputs)
+    while stack:
+        c = stack.pop()
+        k = c.key
+        if k in seen:
+            continue
+        seen.add(k)
+        f = c.future
+        if f is not None:
+            if not _dead(f):
+                continue  # alive
+            # rebuilt from its recipe, or (lineage cut at a checkpoint: Chunk.cut_lineage)
+            # requested by key from the scheduler, whose journal knows how to restore it
+            c.future = None
+            revived.append((c, f))
+        stack.extend(c.inputs)
+    return revived
+
+
 class Session:
     """Executes chunk graphs on one ``Client``."""
 
     def __init__(self, client: Client | None = None):
         self.client = client or get_client()
 
+    def cut_lineage(self, chunks: Sequence[Chunk]) -> None:
+        """Checkpointed chunks forget their recipe on the client too, if the scheduler
+        journals lineage (mars_dask's failover plugin); otherwise nothing could rebuild
+        them after a loss."""
+        if _has_failover(self.client):
+            for c in chunks:
+                c.cut_lineage()
+
+    # -- scheduler loss ------------------------------------------------------------------
+    def _note_workers(self) -> None:
+        # private: the Client's cached scheduler identity (refreshed every few seconds)
+        n = (getattr(self.client, "_scheduler_identity", None) or {}).get("n_workers") or 0
+        if n > _n_workers.get(self.client, 0):
+            _n_workers[self.client] = n
+
+    def _connected(self) -> bool:
+        return self.client.status == "running"
+
+    def _recover_connection(self, deadline: float | None = None) -> None:
+        """After a scheduler loss: wait for the client to reconnect (or fail clearly), then
+        give the workers a bounded time to rejoin with what their stores hold."""
+        c = self.client
+        timeout = parse_timedelta(config.get("session.reconnect-timeout"))
+        if deadline is None:
+            deadline = time.monotonic() + timeout
+        address = getattr(getattr(c, "scheduler", None), "address", None)
+        t0 = time.monotonic()
+        if not self._connected():
+            logger.warning("lost the scheduler %s: waiting up to %.0f s for it to come back", address, timeout)
+        while not self._connected():
+            if c.status in ("closing", "closed") or time.monotonic() > deadline:
+                raise MarsDaskError(
+                    f"lost the connection to the scheduler {address} and could not reconnect "
+                    f"within {timeout:.0f} s (mars-dask.session.reconnect-timeout; the Client "
+                    f"itself gives up after its `timeout`): the results of this job are lost"
+                )
+            time.sleep(0.05)
+        rejoin = parse_timedelta(config.get("session.rejoin-wait"))
+        want = _n_workers.get(c, 0)
+        end = min(time.monotonic() + rejoin, deadline)
+        while True:
+            if not self._connected():  # lost again while waiting
+                return self._recover_connection(deadline)
+            try:
+                info = c.scheduler_info(n_workers=-1)
+                workers = set(info["workers"])
+                joined = {m.get("worker") for _, m in c.get_events(REJOIN_TOPIC) if isinstance(m, dict)}
+            except Exception:  # noqa: BLE001 - lost again: see above
+                workers, joined = set(), set()
+            if workers and len(workers) >= want and workers <= joined:
+                break
+            if time.monotonic() > end:
+                logger.warning("resubmitting with %d of %d workers rejoined", len(workers & joined), want)
+                break
+            time.sleep(0.1)
+        if time.monotonic() - t0 > 0.5:
+            logger.warning("reconnected to %s after %.1f s, %d workers; resubmitting lost work",
+                           address, time.monotonic() - t0, len(workers))
+
+    def _is_loss(self, exc: BaseException, futures=()) -> bool:
+        """Did ``exc`` come from losing the scheduler (rather than from a kernel)?"""
+        if not self._connected():
+            return True  # reconnecting, or closed (then _recover_connection raises)
+        if isinstance(exc, CommClosedError):
+            return True
+        return any(f is not None and _lost_by_disconnect(f) for f in futures)
+
+    def _wait_all(self, futs, deadline_holder: list) -> None:
+        """``distributed.wait`` that cannot hang on a client that never reconnects."""
+        timeout = parse_timedelta(config.get("session.reconnect-timeout"))
+        while True:
+            try:
+                wait(futs, timeout=1.0)
+                return
+            except FuturesCancelledError:
+                return  # all done, some cancelled: the caller looks at why
+            except TimeoutError:
+                st = self.client.status
+                if st == "running":
+                    deadline_holder[0] = None
+                    continue
+                if st in ("closing", "closed"):
+                    raise _SchedulerLost()
+                if deadline_holder[0] is None:
+                    deadline_holder[0] = time.monotonic() + timeout
+                elif time.monotonic() > deadline_holder[0]:
+                    raise _SchedulerLost()
+
     # -- execution -------------------------------------------------------------------
-    def submit_chunks(self, chunks: Sequence[Chunk]) -> None:
-        """Submit the graph computing ``chunks`` (only the not yet executed part), wait for
-        it, and bind each chunk to its Future.  A failing kernel raises its own exception."""
-        todo = [c for c in dict.fromkeys(chunks) if c.future is None]
-        if not todo:
-            return
-        graph = build_graph(todo, fuse=config.get("tiling.fuse", True))
-        keys = [c.key for c in todo]
-        futures = self.client.persist(_ChunkCollection(graph, keys))
-        for c in todo:
-            c.future = futures[c.key]
-        bump_execution_epoch()
-        self._wait(todo)
+    def submit_chunks(self, chunks: Sequence[Chunk], checkpoint: bool = False) -> None:
+        """Submit the graph computing ``chunks`` (only the part not executed or lost),
+        wait for it, and bind each chunk to its Future.  A failing kernel raises its own
+        exception; a lost scheduler is waited for and the lost part resubmitted.
+        ``checkpoint``: ``chunks`` are lineage boundaries written to durable storage."""
+        chunks = list(dict.fromkeys(chunks))
+        pending: dict = {}  # chunks submitted by this call (not known finished yet)
+        while True:
+            self._note_workers()
+            revived = _revive(chunks)
+            if any(_lost_by_disconnect(f) for _, f in revived):
+                self._recover_connection()
+            todo = [c for c in chunks if c.future is None]
+            if checkpoint:
+                for c in todo:
+                    if c.boundary is None:
+                        c.boundary = "checkpoint"
+            # chunks executed before (by this or earlier graphs) and lost are outputs again:
+            # their tileables hold them, as before the loss
+            out = {c.key for c in todo}
+            todo += [c for c, _ in revived if c.future is None and c.key not in out]
+            del revived
+            if todo:
+                graph = build_graph(todo, fuse=config.get("tiling.fuse", True))
+                keys = [c.key for c in todo]
+                try:
+                    futures = self.client.persist(_ChunkCollection(graph, keys))
+                except Exception as e:
+                    if not self._is_loss(e):
+                        raise
+                    self._recover_connection()
+                    continue
+                del graph
+                for c in todo:
+                    c.future = futures[c.key]
+                    pending[c] = None
+                del futures
+                bump_execution_epoch()
+            if not pending:
+                return
+            try:
+                self._wait(list(pending))
+                return
+            except _SchedulerLost:
+                self._recover_connection()
 
     def _wait(self, chunks: Sequence[Chunk]) -> None:
         futs = [c.future for c in chunks]
-        wait(futs)
+        holder = [None]
+        self._wait_all(futs, holder)
         for c in chunks:
             f = c.future
             if f.status != "finished":
+                if any(_lost_by_disconnect(c2.future) for c2 in chunks) or (
+                    not self._connected() and self.client.status not in ("closing", "closed")
+                ):
+                    raise _SchedulerLost()
                 for c2 in chunks:
                     if c2.future is not None and c2.future.status != "finished":
                         c2.future = None
                 bump_execution_epoch()
+                if self.client.status in ("closing", "closed") and f.status == "cancelled":
+                    raise MarsDaskError(
+                        f"the client closed (it lost the scheduler and did not reconnect within "
+                        f"its timeout) while waiting for {f.key!r}"
+                    )
                 f.result()  # raises the kernel's original exception
+
+    def _retrying(self, chunks: Sequence[Chunk], fn):
+        """``fn()`` (a client call on the Futures of ``chunks``), resubmitting lost chunks
+        and retrying if the scheduler is lost meanwhile."""
+        while True:
+            self.submit_chunks(chunks)  # nothing to do unless something was lost
+            try:
+                return fn()
+            except Exception as e:
+                if not self._is_loss(e, [c.future for c in chunks]):
+                    raise
+                self._recover_connection()
 
     def fill_shapes(self, chunks: Sequence[Chunk]) -> None:
         """Fetch the real shapes of executed chunks (only the shapes come back)."""
         chunks = [c for c in chunks if has_unknown(c.shape)]
         if not chunks:
             return
-        shapes = self.client.gather(
-            self.client.map(_shape_of, [c.future for c in chunks], pure=False)
-        )
-        for c, s in zip(chunks, shapes):
+
+        def shapes():
+            return self.client.gather(
+                self.client.map(_shape_of, [c.future for c in chunks], pure=False)
+            )
+
+        for c, s in zip(chunks, self._retrying(chunks, shapes)):
             c.shape = tuple(s)
             if c.nbytes is not None and np.isnan(c.nbytes):
                 c.nbytes = None
@@ -166,32 +424,66 @@ class Session:
     def tile(self, datas: Sequence[TileableData]) -> None:
         tile(datas, self.run_for_meta)
 
-    def execute(self, datas: Sequence[TileableData]) -> None:
+    def execute(self, datas: Sequence[TileableData], checkpoint: bool = False) -> None:
         self.tile(datas)
         chunks = [c for d in datas for c in d.chunks]
-        self.submit_chunks(chunks)
+        self.submit_chunks(chunks, checkpoint=checkpoint)
         self.fill_shapes(chunks)
         for d in datas:
             if has_unknown(d.shape) or any(has_unknown(s) for s in d.nsplits):
                 d.refresh_nsplits()
 
     def gather(self, data: TileableData) -> list:
-        return self.client.gather([c.future for c in data.chunks])
+        chunks = data.chunks
+        return self._retrying(chunks, lambda: self.client.gather([c.future for c in chunks]))
+
+
+_failover_known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _has_failover(client) -> bool:
+    if client not in _failover_known:
+        def probe(dask_scheduler):
+            p = dask_scheduler.plugins.get("mars-dask")
+            return getattr(p, "failover", None) is not None
+
+        try:
+            _failover_known[client] = bool(client.run_on_scheduler(probe))
+        except Exception:  # noqa: BLE001 - e.g. run_on_scheduler not allowed: keep lineage
+            _failover_known[client] = False
+    return _failover_known[client]
 
 
 def get_session() -> Session:
     return Session(get_client())
 
 
-def execute(*tileables, session: Session | None = None, **kwargs):
+def execute(*tileables, session: Session | None = None, checkpoint: bool = False, **kwargs):
     """Execute tileables in one graph; returns the tileable (or a list of them), now
-    holding its data on the cluster, as Mars's ``execute`` does."""
+    holding its data on the cluster, as Mars's ``execute`` does.
+
+    ``checkpoint=True``: the tileables' chunks are lineage boundaries (annotated
+    ``mars_boundary="checkpoint"``): the failover plugin writes them to durable storage
+    (``mars-dask.failover.checkpoint-directory``) and recovery starts from there instead of
+    re-running what they were computed from."""
     if not tileables:
         raise TypeError("execute() needs at least one tileable")
     if len(tileables) == 1 and isinstance(tileables[0], (list, tuple)):
         tileables = tuple(tileables[0])
     session = session or get_session()
-    session.execute([t.data for t in tileables])
+    datas = [t.data for t in tileables]
+    session.execute(datas, checkpoint=checkpoint)
+    # The handles own the results; the chunk graph (later tileables name these chunks as
+    # inputs) holds them weakly, so that x = f(x).execute() frees the previous x once its
+    # handle is gone. Chunks executed for iterative tiling stay as they were (held by the
+    # chunk graph while their tileable lives), so they are reused, not recomputed.
+    chunks = [c for d in datas for c in d.chunks]
+    for t in tileables:
+        t.pin()
+    for c in chunks:
+        c.weaken()
+    if checkpoint:
+        session.cut_lineage(chunks)
     return tileables[0] if len(tileables) == 1 else list(tileables)
 
 

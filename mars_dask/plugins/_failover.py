@@ -287,8 +287,7 @@ class Failover:
         self._recorded.add(key)
 
         def write():
-            self.journal.record(seq, [entry])
-            for k in self.journal.drop_before([key]):
+            for k in self.journal.checkpoint(seq, entry):
                 self._recorded.discard(k)
 
         self._queue.put(write)

@@ -418,6 +418,16 @@ class LineageJournal:
             self._maybe_compact()
             return forgotten
 
+    def checkpoint(self, graph_seq: int, entry: JournalEntry, *, fsync: bool | None = None) -> list:
+        """``entry.key`` was checkpointed: forget the lineage behind it (as
+        :meth:`drop_before`) and record ``entry`` (the recipe that reads the checkpoint, no
+        dependencies) in its place. Returns the forgotten keys."""
+        with self._lock:
+            forgotten = self.drop_before([entry.key], fsync=False)
+            self.record(graph_seq, [entry], fsync=False)
+            self.drop_before([entry.key], fsync=fsync)  # record() replaced the marked entry
+            return forgotten
+
     def _delete_dead_head(self) -> None:
         # Only a prefix of all-dead segments can go: a later segment's drop markers may
         # refer to entries of an earlier one, never the other way round.

@@ -8,6 +8,13 @@ an external kill (nobody is to blame) and from a crash (count it, as Dask does).
 
 A periodic callback samples the worker process (cheap: one ``psutil`` call) and notices
 its exit; the nanny's own restart logic is left untouched.
+
+Scheduler loss: Dask's worker closes *and takes its nanny with it* when its connection to
+the scheduler breaks. With this plugin the worker plugin instead tells the nanny
+(``mars_scheduler_lost``) and closes alone, keeping its store's files; the nanny restarts
+it as after any exit, and the new process waits for a scheduler at the same address,
+registers and lists what the store holds (see ``_worker.py``). If no scheduler is back
+within ``mars-dask.worker.scheduler-reconnect-timeout`` the nanny closes, as Dask's would.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from tornado.ioloop import PeriodicCallback
 
 logger = logging.getLogger("mars_dask.plugins")
 
+_UNSET = object()
+
 
 class MarsNannyPlugin(NannyPlugin):
     name = "mars-dask-nanny"
@@ -42,11 +51,76 @@ class MarsNannyPlugin(NannyPlugin):
         self._pc = PeriodicCallback(self._poll, interval * 1000)
         self._pc.start()
         self._tasks: set = set()
+        self._lost_deadline = None  # scheduler lost: give up at this time (monotonic)
+        self._saved_death_timeout = _UNSET
+        nanny.handlers["mars_scheduler_lost"] = self._scheduler_lost
 
     def teardown(self, nanny):
         self._pc.stop()
+        if nanny.handlers.get("mars_scheduler_lost") == self._scheduler_lost:
+            del nanny.handlers["mars_scheduler_lost"]
+
+    # -- scheduler loss -------------------------------------------------------------------
+    def _scheduler_lost(self, worker=None) -> str:
+        """The worker process lost its scheduler and is closing so that this nanny restarts
+        it. Returns "OK" (the worker then closes without closing the nanny)."""
+        nanny = self.nanny
+        if nanny.status != Status.running:
+            return "closing"
+        timeout = reconnect_timeout()
+        if timeout is None:
+            return "disabled"
+        if self._lost_deadline is None:
+            self._lost_deadline = time.monotonic() + timeout
+        logger.warning("worker %s lost the scheduler %s: restarting it, waiting up to %.0f s "
+                       "for a scheduler at that address", worker, nanny.scheduler_addr, timeout)
+        # Nanny._on_worker_exit first unregisters the dead worker from the scheduler
+        # (Nanny._unregister, up to 10 s against a dead scheduler) before starting the
+        # next process; that address means nothing to a new scheduler, so skip it
+        # (private: WorkerProcess.worker_address, which _unregister checks).
+        wp = getattr(nanny, "process", None)
+        if wp is not None and getattr(wp, "worker_address", None) is not None:
+            self._addr = wp.worker_address
+            wp.worker_address = None
+        # The next process must not wait for a scheduler forever (a nanny cannot kill a
+        # process that is still starting): it gets the rest of the timeout as its
+        # death_timeout (Server.start's bound; private: WorkerProcess.worker_kwargs is
+        # reused for every process the nanny starts), restored once it is back.
+        if wp is not None and getattr(wp, "worker_kwargs", None) is not None:
+            if self._saved_death_timeout is _UNSET:
+                self._saved_death_timeout = wp.worker_kwargs.get("death_timeout")
+            wp.worker_kwargs["death_timeout"] = max(1.0, self._lost_deadline - time.monotonic())
+        return "OK"
+
+    def _restore_death_timeout(self) -> None:
+        wp = self.nanny.process
+        if self._saved_death_timeout is not _UNSET and getattr(wp, "worker_kwargs", None) is not None:
+            wp.worker_kwargs["death_timeout"] = self._saved_death_timeout
+        self._saved_death_timeout = _UNSET
+
+    def _check_lost(self) -> None:
+        wp = self.nanny.process
+        if wp is not None and wp.status == Status.running and wp.worker_address is not None:
+            # the restarted worker process registered (with the new scheduler)
+            logger.info("worker process of %s is back (%s)", self.nanny.address, wp.worker_address)
+            self._lost_deadline = None
+            self._restore_death_timeout()
+            return
+        now = time.monotonic()
+        if now > self._lost_deadline and self.nanny.status == Status.running:
+            if wp is not None and wp.status == Status.starting and now < self._lost_deadline + 30:
+                return  # its death_timeout ends it (Nanny.close waits for a starting process)
+            self._lost_deadline = None
+            self._restore_death_timeout()
+            logger.error("no scheduler at %s within mars-dask.worker.scheduler-reconnect-timeout: "
+                         "closing the nanny", self.nanny.scheduler_addr)
+            t = asyncio.ensure_future(self.nanny.close(reason="mars-scheduler-reconnect-timeout"))
+            self._tasks.add(t)
+            t.add_done_callback(self._tasks.discard)
 
     def _poll(self) -> None:
+        if self._lost_deadline is not None:
+            self._check_lost()
         wp = self.nanny.process
         proc = getattr(wp, "process", None)
         if self._proc is not None:
@@ -93,6 +167,16 @@ class MarsNannyPlugin(NannyPlugin):
             await asyncio.wait_for(self.nanny.scheduler.mars_worker_exit(**msg), 10)
         except Exception as e:  # the scheduler falls back to Dask's behaviour
             logger.info("could not report the worker exit to the scheduler: %s", e)
+
+
+def reconnect_timeout() -> float | None:
+    """``mars-dask.worker.scheduler-reconnect-timeout`` in seconds; None: disabled (a worker
+    that loses its scheduler closes with its nanny, as in Dask)."""
+    v = dask.config.get("mars-dask.worker.scheduler-reconnect-timeout", None)
+    if v is None or v is False:
+        return None
+    v = parse_timedelta(v)
+    return v if v > 0 else None
 
 
 def install_store(nanny) -> bool:

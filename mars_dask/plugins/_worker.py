@@ -15,6 +15,15 @@
   (``Worker.update_data`` with the recovered values: the store adopts its files, nothing
   is rewritten) and tells the scheduler, which then marks them in memory here instead of
   recomputing them. The rest is deleted.
+- Scheduler loss: when the connection to the scheduler breaks (not a close the scheduler
+  asked for), Dask closes the worker *and its nanny*. With a nanny running our nanny plugin,
+  the worker instead tells the nanny (``mars_scheduler_lost``), sets
+  ``worker._mars_dask_scheduler_lost`` (the store's teardown then keeps its files) and
+  closes alone; the nanny restarts it, the new process waits for a scheduler at the same
+  address (``mars-dask.worker.scheduler-reconnect-timeout``), registers, and the restart
+  recovery above lists the store's keys to the new scheduler (``mars_hello``), keeping
+  them until it answers. Once that is done every worker start logs an event on topic
+  ``mars-worker-rejoin`` (a reconnecting client waits for those before resubmitting).
 """
 
 from __future__ import annotations
@@ -104,6 +113,50 @@ class _Sampler:
         self.wake.set()
 
 
+#: topic of the event each worker logs once its start-up recovery is done
+REJOIN_TOPIC = "mars-worker-rejoin"
+#: the reason Worker.handle_scheduler closes the worker with when its scheduler stream ends
+#: (distributed 2026.8, worker.py)
+_BROKEN = "worker-handle-scheduler-connection-broken"
+
+
+def _install_scheduler_loss_hook(worker) -> None:
+    """Wrap ``worker.close`` (an instance attribute shadowing the method, so that
+    ``Worker.handle_scheduler``'s ``self.close(reason=...)`` comes here; private
+    behaviour of distributed 2026.8): a close because the scheduler connection broke
+    while the worker was running becomes a close of the worker alone, which its nanny
+    restarts, keeping the store's files. A close the scheduler asked for (``op: close``)
+    sets the worker closing before the stream ends, so it is not mistaken for a loss."""
+    from distributed.worker import WORKER_ANY_RUNNING
+
+    from ._nanny import reconnect_timeout
+
+    if getattr(worker, "_mars_dask_close_hooked", False):
+        return
+    orig = worker.close
+
+    async def close(timeout: float = 30, executor_wait: bool = True, nanny: bool = True,
+                    reason: str = "worker-close"):
+        if (reason == _BROKEN and nanny and worker.nanny and worker.status in WORKER_ANY_RUNNING
+                and reconnect_timeout() is not None):
+            try:
+                async with worker.rpc(worker.nanny) as r:
+                    answer = await asyncio.wait_for(r.mars_scheduler_lost(worker=worker.address), 5)
+            except Exception as e:  # noqa: BLE001 - no nanny plugin: Dask's behaviour
+                answer = repr(e)
+            if answer == "OK":
+                logger.warning("lost the scheduler %s: closing this worker process (keeping its "
+                               "store) for its nanny to restart", worker.scheduler.address)
+                worker._mars_dask_scheduler_lost = True
+                return await orig(timeout=timeout, executor_wait=False, nanny=False,
+                                  reason="mars-scheduler-lost")
+            logger.info("nanny will not restart this worker after the scheduler loss (%s)", answer)
+        return await orig(timeout=timeout, executor_wait=executor_wait, nanny=nanny, reason=reason)
+
+    worker.close = close
+    worker._mars_dask_close_hooked = True
+
+
 class _State:
     """Per-worker state, kept on the worker object: the plugin may be added twice (by the
     worker's preload and by the scheduler plugin at registration; Dask then tears the
@@ -140,6 +193,7 @@ class MarsWorkerPlugin(WorkerPlugin):
         self.st = st = _State(worker, quota_of(worker, self.quota_fraction))
         st.enabled = self.scheduler_has_plugin
         worker._mars_dask_state = st
+        _install_scheduler_loss_hook(worker)
         state = worker.state
         # Before registration the resources travel with the registration message; after
         # it, Worker.set_resources tells the scheduler.
@@ -157,19 +211,26 @@ class MarsWorkerPlugin(WorkerPlugin):
             if w.status in (Status.closing, Status.closed, Status.failed) or time.monotonic() > deadline:
                 return
             await asyncio.sleep(0.01)
+        n = None
         try:
             await w.set_resources(**{P.RESOURCE: self.st.quota})
-            await self._recover()
+            n = await self._recover()
         except Exception as e:  # never take the worker down
             logger.warning("mars_dask worker plugin start-up on %s: %s (is the scheduler "
                            "started with --preload mars_dask?)", w.address, e)
+        try:
+            # a client resubmitting after a scheduler loss waits for this (see session.py)
+            w.log_event(REJOIN_TOPIC, {"action": "rejoined", "worker": w.address, "name": w.name,
+                                       "adopted": n})
+        except Exception:  # noqa: BLE001,S110  # pragma: no cover
+            pass
 
     def teardown(self, worker):
         if worker.status not in (Status.closing, Status.closed, Status.closing_gracefully, Status.failed):
             return  # replaced by another instance of this plugin: keep the state
         st = self.st
         st.sampler.close()
-        if st.enabled:
+        if st.enabled and not getattr(worker, "_mars_dask_scheduler_lost", False):
             # A clean close (the store removes its files): the scheduler must not wait
             # for a restart of this process.
             worker.batched_send({"op": P.OP_CLOSING})
@@ -192,7 +253,7 @@ class MarsWorkerPlugin(WorkerPlugin):
         )
         self.st.enabled = True
         if store is None or not existing:
-            return
+            return 0
         wanted = [k for k in resp.get("adopt", ()) if k in existing]
         keep = set(wanted)
         unwanted = [k for k in existing if k not in keep]
@@ -211,6 +272,7 @@ class MarsWorkerPlugin(WorkerPlugin):
         logger.info("recovered %d results from the store of the previous process (%d dropped)",
                     len(adopted), len(unwanted))
         await w.scheduler.mars_adopted(worker=w.address, keys=adopted)
+        return len(adopted)
 
     # -- per-task accounting ------------------------------------------------------------
     def transition(self, key, start, finish, **kwargs):

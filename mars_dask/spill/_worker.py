@@ -47,7 +47,9 @@ class StoreTeardown(WorkerPlugin):
 
         data = worker.data
         if isinstance(data, MarsStore):
-            data.close(remove=True)
+            # closing because the scheduler was lost, for the nanny to restart this worker
+            # (set by mars_dask.plugins._worker): the files stay for the next process
+            data.close(remove=not getattr(worker, "_mars_dask_scheduler_lost", False))
 
 
 def install_teardown(worker) -> bool:

@@ -62,7 +62,7 @@ class Chunk:
         "inputs",
         "memory",
         "blockwise",
-        "future",
+        "_future",
         "nbytes",
         "fused",
         "boundary",
@@ -95,13 +95,49 @@ class Chunk:
         self.nbytes = nbytes
         self.memory = memory
         self.blockwise = blockwise
-        self.future = None
+        self._future = None
         self.fused = None  # input keys inlined into this chunk's task when first emitted
         self.boundary = None  # e.g. "shuffle": a lineage boundary, never fused, checkpointable
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def future(self):
+        """The Future of the chunk's data on the cluster, or None. After an ``execute()``
+        the session keeps only a weak reference here (see :meth:`weaken`): the data then
+        lives as long as a tileable handle pins it, so the inputs an executed result was
+        computed from do not keep theirs alive through this chunk graph."""
+        f = self._future
+        if type(f) is weakref.ref:
+            f = f()
+            if f is None:
+                self._future = None
+        return f
+
+    @future.setter
+    def future(self, f) -> None:
+        self._future = f
+
+    def weaken(self) -> None:
+        if self._future is not None and type(self._future) is not weakref.ref:
+            self._future = weakref.ref(self._future)
+
+    @property
+    def lineage_on_scheduler(self) -> bool:
+        """True after :meth:`cut_lineage`: the chunk can only be referenced by key."""
+        return self.func is None
+
+    def cut_lineage(self) -> None:
+        """Forget how this chunk was computed (it was checkpointed): its recipe now lives
+        in the scheduler's lineage journal, which reads the checkpoint back when needed.
+        Emitted graphs refer to it by key only once its Future is gone."""
+        self.func = None
+        self.args = ()
+        self.kwargs = {}
+        self.inputs = ()
+        self.fused = frozenset()
 
     def __repr__(self) -> str:
         return f"Chunk({self.key!r}, shape={self.shape})"

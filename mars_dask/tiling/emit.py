@@ -71,6 +71,8 @@ def postorder(outputs: Iterable[Chunk]) -> tuple[list[Chunk], list[Chunk]]:
         if c.future is not None:
             executed.append(c)
             continue
+        if c.func is None:  # lineage cut (checkpointed): a reference by key, see Chunk.cut_lineage
+            continue
         stack.append((c, True))
         for inp in reversed(c.inputs):
             if inp.key not in seen:
@@ -267,10 +269,11 @@ def build_graph(
             if (
                 fuse
                 and inp.future is None
-                and inp.boundary is None
+                and inp.func is not None
                 and k not in out_keys
                 and n_consumers[k] == 1
-                and (k in sticky if sticky is not None else linear_ok)
+                # a recipe once emitted stays (even if the input became a boundary later)
+                and (k in sticky if sticky is not None else (inp.boundary is None and linear_ok))
             ):
                 fused.append(k)
                 subst[k] = specs.pop(k)
@@ -313,6 +316,10 @@ def build_graph(
                 ld.add(dn)
 
     hlg_layers = {}
+    # a dependency on a chunk referenced by key only (lineage cut, data gone) has no layer:
+    # the scheduler's failover journal supplies its recipe
+    for ld in layer_deps.values():
+        ld.intersection_update(by_layer)
     for name, (lspecs, lfutures) in by_layer.items():
         if lspecs:
             lp = {k: prio[k] for k in lspecs}

@@ -22,10 +22,21 @@ _graph_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Tileable:
-    __slots__ = ("_data", "__weakref__")
+    __slots__ = ("_data", "_pins", "__weakref__")
 
     def __init__(self, data: TileableData):
         self._data = data
+        self._pins = None
+        if data.chunks is not None and data.is_executed:
+            self.pin()
+
+    def pin(self) -> None:
+        """Hold the Futures of this tileable's data. After ``execute()`` the chunk graph
+        keeps only weak references to Futures (``Chunk.weaken``): the user's handles own
+        the data, so ``x = f(x).execute()`` frees the previous ``x`` on the cluster once its
+        handle is gone, although the new chunks still name the old ones as inputs."""
+        chunks = self._data.chunks
+        self._pins = [c.future for c in chunks] if chunks is not None else None
 
     # -- metadata --------------------------------------------------------------------
     @property
@@ -61,11 +72,13 @@ class Tileable:
         return self._data.chunks
 
     # -- Mars execution ----------------------------------------------------------------
-    def execute(self, session=None, **kwargs):
-        """Compute and keep the data on the cluster; returns ``self``."""
+    def execute(self, session=None, checkpoint: bool = False, **kwargs):
+        """Compute and keep the data on the cluster; returns ``self``. ``checkpoint=True``
+        also writes the result to durable storage, cutting its lineage (see
+        :func:`mars_dask.execute`)."""
         from ..session import execute
 
-        return execute(self, session=session, **kwargs)
+        return execute(self, session=session, checkpoint=checkpoint, **kwargs)
 
     def fetch(self, session=None):
         """The computed value as a numpy/pandas object (after :meth:`execute`)."""
@@ -77,6 +90,7 @@ class Tileable:
             )
         session = session or get_session()
         parts = session.gather(self._data)
+        self.pin()  # the gather may have rebuilt lost chunks (new Futures)
         return self._assemble(self._assemble_meta(self._data), parts)
 
     @staticmethod

@@ -233,3 +233,21 @@ def test_subprocess_sigkill_while_appending(tmp_path):
         j.record(10**6, [JournalEntry(("k", len(ns)), b"after", (("k", len(ns) - 1),))])
     with LineageJournal.open(d) as j:
         assert len(j) == len(ns) + 1
+
+
+def test_checkpoint_replaces_recipe_and_forgets_lineage(tmp_path):
+    """An iterative chain checkpointed every few steps keeps a flat journal, also read back."""
+    with LineageJournal(tmp_path) as j:
+        prev = None
+        for i in range(28):
+            j.record(i, [E(f"x{i}", [prev] if prev else [])])
+            if i % 5 == 4:
+                forgotten = j.checkpoint(i, JournalEntry(f"x{i}", b"load", ()))
+                assert f"x{i - 1}" in forgotten
+                assert j.is_checkpoint(f"x{i}") and j.get(f"x{i}").recipe == b"load"
+                assert len(j) == 1
+            prev = f"x{i}"
+        assert keys_of(j.lineage(["x27"])) == ["x24", "x25", "x26", "x27"]
+    with LineageJournal.open(tmp_path) as j2:
+        assert len(j2) == 4 and j2.is_checkpoint("x24") and j2.get("x24").recipe == b"load"
+        assert keys_of(j2.lineage(["x27"])) == ["x24", "x25", "x26", "x27"]
