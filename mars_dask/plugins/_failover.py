@@ -29,12 +29,19 @@ What Dask does alone, and what this adds:
   "recovery-plan", "recovered", "journal-restore", "checkpoint", "rejoin", "no-workers")
   and :meth:`Failover.stats` (``mars_dask.failover_report(client)``).
 
-Journal writes happen on a background thread (pickling every recipe on the event loop
-would slow the scheduler down); anything that reads lineage flushes it first.
+Recording must not slow the scheduler down (pickling 100k task specs costs seconds of
+GIL time). So a key's journal entry carries no recipe of its own: the recipe is the graph
+as the client sent it (``update-graph``'s serialized expression, already bytes), written
+once per graph to ``<journal>/graphs/<seq>.graph`` on a background thread; the scheduler's
+own ``run_spec`` objects serve restores while they are in memory (the newest
+``journal-memory-entries`` keys), and an older key's recipe is read back by deserializing
+its graph. Graph files no entry refers to any more are deleted when checkpoints cut
+lineage. Anything that reads lineage flushes the writer first.
 """
 
 from __future__ import annotations
 
+import contextvars
 import getpass
 import logging
 import os
@@ -44,7 +51,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 import dask.config
@@ -101,6 +108,9 @@ class Failover:
                        "no_worker_failures": 0, "graphs": 0}
         self.graph_seq = 0
         self._recorded: set = set()
+        self._specs: OrderedDict = OrderedDict()  # key -> run_spec (newest keys) for restores
+        self._graph_cache: OrderedDict = OrderedDict()  # seq -> materialized graph read back
+        self._expr = contextvars.ContextVar("mars_dask_graph_expr", default=None)
         self._restoring: dict = {}  # key -> recorded priority, for the graph being submitted
         self._journal_plan: Plan | None = None
         self._by_stimulus: dict[str, Plan] = {}
@@ -122,8 +132,11 @@ class Failover:
         )
         os.makedirs(self.checkpoint_dir, exist_ok=True)
         self.journal = LineageJournal.open(self.journal_dir, max_memory_entries=int(_cfg("journal-memory-entries")))
+        self.graphs_dir = os.path.join(self.journal_dir, "graphs")
+        os.makedirs(self.graphs_dir, exist_ok=True)
         self._recorded = set(self.journal.keys())
-        self.graph_seq = max((self.journal.get(k).graph_seq for k in self._recorded), default=0) if self._recorded else 0
+        self.graph_seq = self.journal.max_graph_seq()
+        self.memory_entries = int(_cfg("journal-memory-entries"))
         if self._recorded:
             logger.info("read the lineage journal of a previous scheduler: %d keys (%s)",
                         len(self._recorded), self.journal_dir)
@@ -131,6 +144,8 @@ class Failover:
         self._thread = threading.Thread(target=self._writer, name="mars-journal", daemon=True)
         self._thread.start()
 
+        self._orig_update_graph = s.stream_handlers["update-graph"]
+        s.stream_handlers["update-graph"] = self._update_graph_msg
         self._orig_find_lost = s._find_lost_dependencies
         s._find_lost_dependencies = self._find_lost_dependencies  # see the module docstring
         if _cfg("checkpoint-scattered"):
@@ -184,17 +199,68 @@ class Failover:
         if self._thread is not None and self._thread.is_alive():
             self._queue.join()
 
-    def _record(self, seq: int, items: list) -> None:
+    async def _update_graph_msg(self, **msg):
+        """The ``update-graph`` stream handler: remember the serialized graph for the
+        update_graph hook of this same call (a context variable: calls may interleave)."""
+        token = self._expr.set(msg.get("expr_ser"))
+        try:
+            return await self._orig_update_graph(**msg)
+        finally:
+            self._expr.reset(token)
+
+    def _graph_path(self, seq: int) -> str:
+        return os.path.join(self.graphs_dir, f"{seq:012d}.graph")
+
+    def _record(self, seq: int, items: list, expr) -> None:
+        """On the writer thread: the graph file (once), then the entries."""
         entries = []
+        if expr is not None:
+            path = self._graph_path(seq)
+            tmp = path + ".tmp"
+            with open(tmp, "wb") as f:
+                pickle.dump((expr.header, [bytes(fr) for fr in expr.frames]), f, protocol=5)
+            os.replace(tmp, path)
         for key, spec, deps, prio, tileable, boundary in items:
-            try:
-                recipe = _dumps(spec)
-            except Exception as e:  # an unpicklable recipe is not recoverable from the journal
-                logger.warning("cannot journal %r: %s", key, e)
-                self._recorded.discard(key)
-                continue
+            recipe = b""  # in the graph file
+            if expr is None:
+                try:
+                    recipe = _dumps(spec)
+                except Exception as e:  # not recoverable from the journal after a restart
+                    logger.warning("cannot journal %r: %s", key, e)
             entries.append(JournalEntry(key, recipe, deps, prio, tileable, boundary))
         self.journal.record(seq, entries)
+
+    def _spec_of(self, entry: JournalEntry):
+        """The recipe of a journaled key: the scheduler's own object while remembered,
+        else from the entry or its graph file."""
+        spec = self._specs.get(entry.key)
+        if spec is not None:
+            return spec
+        if entry.recipe:
+            return pickle_loads(entry.recipe)
+        dsk = self._graph_cache.get(entry.graph_seq)
+        if dsk is None:
+            from distributed.protocol import deserialize
+            from distributed.scheduler import _materialize_graph
+
+            with open(self._graph_path(entry.graph_seq), "rb") as f:
+                header, frames = pickle.load(f)
+            dsk, _ = _materialize_graph(deserialize(header, frames), validate=False)
+            self._graph_cache[entry.graph_seq] = dsk
+            while len(self._graph_cache) > 2:
+                self._graph_cache.popitem(last=False)
+        return dsk[entry.key]
+
+    def _drop_unused_graphs(self) -> None:
+        """On the writer thread, after checkpoints cut lineage: delete graph files that no
+        journal entry refers to."""
+        live = self.journal.live_graph_seqs()
+        for name in os.listdir(self.graphs_dir):
+            if name.endswith(".graph") and int(name.split(".")[0]) not in live:
+                try:
+                    os.unlink(os.path.join(self.graphs_dir, name))
+                except FileNotFoundError:
+                    pass
 
     def update_graph(self, tasks, annotations) -> None:
         """``SchedulerPlugin.update_graph``: journal the new keys, prioritise restored ones."""
@@ -218,7 +284,13 @@ class Failover:
             items.append((k, ts.run_spec, tuple(d.key for d in ts.dependencies),
                           p[0] if p else 0, tiles.get(k), bounds.get(k)))
         if items:
-            self._queue.put(lambda: self._record(seq, items))
+            specs = self._specs
+            for it in items:
+                specs[it[0]] = it[1]
+            while len(specs) > self.memory_entries:
+                specs.popitem(last=False)
+            expr = self._expr.get()
+            self._queue.put(lambda: self._record(seq, items, expr))
         if self._restoring:
             restoring, self._restoring = self._restoring, {}
             n = 0
@@ -252,7 +324,7 @@ class Failover:
         loaded = []
         for e in entries:
             try:
-                spec = pickle_loads(e.recipe)
+                spec = self._spec_of(e)
             except Exception as exc:
                 logger.warning("cannot read the journaled recipe of %r: %s", e.key, exc)
                 return lost
@@ -285,10 +357,15 @@ class Failover:
         entry = JournalEntry(key, _dumps(spec), (), p[0] if p else 0, ann.get(P.ANN_TILEABLE), "checkpoint")
         seq = self.graph_seq
         self._recorded.add(key)
+        self._specs[key] = spec
 
         def write():
-            for k in self.journal.checkpoint(seq, entry):
+            forgotten = self.journal.checkpoint(seq, entry)
+            for k in forgotten:
                 self._recorded.discard(k)
+                self._specs.pop(k, None)
+            if forgotten:
+                self._drop_unused_graphs()
 
         self._queue.put(write)
         if ts.state == "memory" or (ts.run_spec is None and ts.state != "processing"):

@@ -147,6 +147,7 @@ class LineageJournal:
         self._cache: OrderedDict[Key, JournalEntry] = OrderedDict()
         self._index: dict[Key, tuple[int, int]] = {}  # key -> (segment, offset)
         self._deps: dict[Key, tuple] = {}
+        self._seqs: dict[Key, int] = {}  # key -> graph sequence number of its live entry
         self._dependents: dict[Key, int] = {}  # live, non-checkpoint entries depending on key
         self._checkpoints: set[Key] = set()
         self._seg_live: dict[int, int] = {}  # segment -> live entries indexed there
@@ -224,6 +225,7 @@ class LineageJournal:
             self._unlink(key, maintain_dependents)
         self._index[key] = (seg, offset)
         self._deps[key] = entry.dependencies
+        self._seqs[key] = entry.graph_seq
         self._seg_live[seg] = self._seg_live.get(seg, 0) + 1
         if maintain_dependents:
             for d in entry.dependencies:
@@ -238,6 +240,7 @@ class LineageJournal:
         seg, _ = self._index.pop(key)
         self._seg_live[seg] -= 1
         deps = self._deps.pop(key)
+        self._seqs.pop(key, None)
         self._cache.pop(key, None)
         was_checkpoint = key in self._checkpoints
         self._checkpoints.discard(key)
@@ -309,6 +312,15 @@ class LineageJournal:
 
     def keys(self) -> list:
         return list(self._index)
+
+    def live_graph_seqs(self) -> set:
+        """Graph sequence numbers that live entries were recorded with."""
+        with self._lock:
+            return set(self._seqs.values())
+
+    def max_graph_seq(self) -> int:
+        with self._lock:
+            return max(self._seqs.values(), default=0)
 
     def is_checkpoint(self, key) -> bool:
         return _as_key(key) in self._checkpoints
