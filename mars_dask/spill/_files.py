@@ -14,7 +14,15 @@ middle of a write leaves only a ``*.tmp-*`` file, which readers ignore and remov
 Disk writes use O_DIRECT with large sequential requests from aligned (mmap-allocated)
 buffers: on this kind of machine that runs at the disk's bandwidth with little CPU, while
 buffered writes are bound by page-cache copying (ARCHITECTURE.md, "Facts about spill").
-A background thread writes one buffer while the caller fills the next.
+Several requests are kept in flight (``depth``, threads issuing ``pwrite``/``preadv`` at
+explicit offsets): the caller fills the next staging buffer while the disk writes the
+previous ones, and a read is split into ``depth`` pieces read in parallel.
+
+Memory. On this kind of VM touching fresh memory (the first write to a page the process
+just got from the kernel, including page-cache pages) runs at 0.3-1 GB/s, slower than the
+disk: a buffered read pays it twice (page cache + destination), a fresh O_DIRECT
+destination once. Staging buffers (:data:`POOL`) and read buffers (:class:`ReadPool`) are
+therefore reused: a read into a recycled buffer runs at the disk's speed.
 """
 
 from __future__ import annotations
@@ -22,10 +30,12 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import queue
 import struct
+import sys
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as _wait_all
 
 import msgpack
 import numpy as np
@@ -134,6 +144,105 @@ class BufferPool:
 POOL = BufferPool(512 * 2**20)
 
 
+class ReadPool:
+    """Page-aligned read buffers ("slabs", uint8 ndarrays over anonymous maps) recycled once
+    no value uses them any more.
+
+    A value decoded from a slab is a view of it (numpy ``frombuffer``, Arrow ``py_buffer``):
+    every such view holds a reference to the slab ndarray (numpy sets a view's ``base`` to
+    the slab, whose own base is not an ndarray), so a slab whose reference count is back to
+    the pool's own is free. Reading into a recycled slab avoids the fresh-memory page
+    faults that otherwise cost as much as the disk. At most ``limit`` bytes of free slabs
+    are kept (checked on every ``get``; :meth:`trim` on memory pressure); in-use slabs are
+    the values' own memory. Sizes are rounded to a class (at most ~1/8 slack).
+    """
+
+    MIN = 2**20  # smaller reads use a fresh buffer: nothing to gain, scan cost
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._slabs: dict[int, list[np.ndarray]] = {}
+        self._base: int | None = None  # reference count of a free slab (in our list)
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        n = max(nbytes, ALIGN)
+        return round_up(n, max(2**20, 1 << max(0, n.bit_length() - 4)))
+
+    def _free(self, lst: list, i: int) -> bool:
+        return sys.getrefcount(lst[i]) <= self._base
+
+    def get(self, nbytes: int):
+        """A buffer of at least ``nbytes`` (page aligned, zeroed only if fresh)."""
+        if nbytes < self.MIN or self.limit <= 0:
+            return aligned_buffer(nbytes)
+        size = self.size_class(nbytes)
+        with self._lock:
+            lst = self._slabs.setdefault(size, [])
+            if self._base is not None:
+                for i in range(len(lst)):
+                    if self._free(lst, i):
+                        self.hits += 1
+                        slab = lst[i]
+                        self._trim(self.limit)
+                        return slab
+            self.misses += 1
+            lst.append(np.frombuffer(aligned_buffer(size), dtype=np.uint8))
+            if self._base is None:
+                self._base = sys.getrefcount(lst[-1])
+            slab = lst[-1]
+            self._trim(self.limit)
+            return slab
+
+    def _trim(self, keep: int) -> int:
+        freed = kept = 0
+        for size in sorted(self._slabs, reverse=True):
+            lst = self._slabs[size]
+            for i in range(len(lst) - 1, -1, -1):
+                if self._free(lst, i):
+                    if kept + size <= keep:
+                        kept += size
+                    else:
+                        del lst[i]  # unmapped when the ndarray (the map's only user) goes
+                        freed += size
+            if not lst:
+                del self._slabs[size]
+        return freed
+
+    def trim(self, keep: int = 0) -> int:
+        """Release free slabs beyond ``keep`` bytes; returns the bytes released."""
+        with self._lock:
+            return self._trim(keep) if self._base is not None else 0
+
+    def stats(self) -> dict:
+        with self._lock:
+            total = sum(size * len(lst) for size, lst in self._slabs.items())
+            free = sum(size for size, lst in self._slabs.items()
+                       for i in range(len(lst)) if self._base is not None and self._free(lst, i))
+            return {"bytes": total, "free": free, "hits": self.hits, "misses": self.misses}
+
+
+READ_POOL = ReadPool(512 * 2**20)
+
+_EXECUTOR: tuple[int, ThreadPoolExecutor] | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """Shared I/O threads (threads start on demand; a forked child makes its own)."""
+    global _EXECUTOR
+    ex = _EXECUTOR
+    if ex is None or ex[0] != os.getpid():
+        with _EXECUTOR_LOCK:
+            ex = _EXECUTOR
+            if ex is None or ex[0] != os.getpid():
+                ex = _EXECUTOR = (os.getpid(), ThreadPoolExecutor(
+                    max_workers=16, thread_name_prefix="mars-store-io"))
+    return ex[1]
+
+
 def tmp_name(path: str) -> str:
     return f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
@@ -180,54 +289,114 @@ class _Sink:
         pass
 
 
-class _DirectSink(_Sink):
-    """O_DIRECT writer: stages bytes in two aligned buffers that a background thread writes
-    alternately (copying the next chunk overlaps the disk writing the previous one).
-    Page-aligned input (e.g. a memory-mapped file being moved to disk) is written straight
-    from the source, with no staging copy."""
+class _Sink:
+    """Sequential writer of one file; ``write`` accepts any buffer (pyarrow also calls it
+    as a Python file object)."""
 
-    def __init__(self, fd: int, chunk: int):
+    closed = False
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pos = 0
+
+    # file-object protocol used by pyarrow.PythonFile
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:  # pyarrow closes its sink; the real close is finish()
+        pass
+
+    def write(self, buf) -> int:
+        mv = _as_bytes_view(buf)
+        n = len(mv)
+        while mv:
+            mv = mv[os.write(self.fd, mv):]
+        self.pos += n
+        return n
+
+    def finish(self) -> int:
+        return self.pos
+
+    def abort(self) -> None:
+        pass
+
+
+def _pwrite_all(fd: int, view, offset: int) -> None:
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+
+
+class _DirectSink(_Sink):
+    """O_DIRECT writer with up to ``depth`` requests in flight: bytes are staged in
+    ``depth + 1`` aligned (pooled) buffers that I/O threads write at their file offsets
+    while the caller fills the next one. Page-aligned input at an aligned file offset
+    (numpy data from a page-aligned allocation, a memory-mapped file being moved to disk)
+    is written straight from the source, with no staging copy."""
+
+    def __init__(self, fd: int, chunk: int, depth: int = 1):
         super().__init__(fd)
         self.chunk = round_up(chunk)
-        self._bufs = [POOL.get(self.chunk), POOL.get(self.chunk)]
-        self._cur = 0
-        self._fill = 0
-        self._free: queue.Queue = queue.Queue()
-        for i in range(2):
-            self._free.put(i)
-        self._todo: queue.Queue = queue.Queue(maxsize=2)
+        self.depth = max(1, int(depth))
+        self._bufs = [POOL.get(self.chunk) for _ in range(self.depth + 1)]
+        self._free = list(range(len(self._bufs)))
+        self._cv = threading.Condition()
+        self._inflight = 0
         self._error: BaseException | None = None
-        self._cur = self._free.get()
-        self._thread = threading.Thread(target=self._run, name="mars-store-writer", daemon=True)
-        self._thread.start()
+        self._cur = self._free.pop()
+        self._fill = 0
+        self._done = False
 
-    def _run(self) -> None:
-        while True:
-            job = self._todo.get()
-            if job is None:
-                return
-            view, release = job
-            try:
+    def _job(self, view, offset: int, release) -> None:
+        try:
+            if self._error is None:
+                _pwrite_all(self.fd, view, offset)
+        except BaseException as e:  # reported to the caller by the next write or finish()
+            with self._cv:
                 if self._error is None:
-                    while view:
-                        view = view[os.write(self.fd, view):]
-            except BaseException as e:  # reported by finish()
-                self._error = e
-            finally:
+                    self._error = e
+        finally:
+            with self._cv:
+                self._inflight -= 1
                 if release is not None:
-                    self._free.put(release)
+                    self._free.append(release)
+                self._cv.notify_all()
 
-    def _submit(self, view, release=None) -> None:
-        if self._error is not None:
-            raise self._error
-        self._todo.put((view, release))
+    def _submit(self, view, offset: int, release=None) -> None:
+        with self._cv:
+            while self._inflight >= self.depth and self._error is None:
+                self._cv.wait()
+            if self._error is not None:
+                if release is not None:
+                    self._free.append(release)
+                raise self._error
+            self._inflight += 1
+        try:
+            _executor().submit(self._job, view, offset, release)
+        except BaseException:
+            with self._cv:
+                self._inflight -= 1
+                if release is not None:
+                    self._free.append(release)
+            raise
 
     def _flush_staging(self) -> None:
         if self._fill:
             n = round_up(self._fill)
-            self._submit(memoryview(self._bufs[self._cur])[:n], self._cur)
-            self._cur = self._free.get()
+            cur, offset = self._cur, self.pos - self._fill
             self._fill = 0
+            self._cur = None
+            self._submit(memoryview(self._bufs[cur])[:n], offset, cur)
+            with self._cv:
+                while not self._free:
+                    self._cv.wait()
+                self._cur = self._free.pop()
 
     def write(self, buf) -> int:
         mv = _as_bytes_view(buf)
@@ -237,7 +406,7 @@ class _DirectSink(_Sink):
             # only the unaligned tail.
             bulk = n - n % ALIGN
             for i in range(0, bulk, self.chunk):
-                self._submit(mv[i:min(bulk, i + self.chunk)])
+                self._submit(mv[i:min(bulk, i + self.chunk)], self.pos + i)
             mv = mv[bulk:]
             self.pos += bulk
         while mv:
@@ -251,8 +420,12 @@ class _DirectSink(_Sink):
         return n
 
     def _join(self) -> None:
-        self._todo.put(None)
-        self._thread.join()
+        if self._done:
+            return
+        with self._cv:
+            while self._inflight:
+                self._cv.wait()
+        self._done = True
         for b in self._bufs:
             POOL.put(b)
 
@@ -282,14 +455,16 @@ def _open_for_write(path: str, direct: bool) -> tuple[int, bool]:
     return os.open(path, flags, 0o600), False
 
 
-def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: int) -> int:
+def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: int,
+               depth: int = 1) -> int:
     """Write header + payload to ``path`` atomically (temporary name, then rename).
 
-    ``write_payload(sink)`` writes the payload; returns the file size.
+    ``write_payload(sink)`` writes the payload; returns the file size. ``depth``: O_DIRECT
+    write requests kept in flight.
     """
     tmp = tmp_name(path)
     fd, direct = _open_for_write(tmp, direct)
-    sink = _DirectSink(fd, chunk) if direct else _Sink(fd)
+    sink = _DirectSink(fd, chunk, depth) if direct else _Sink(fd)
     try:
         try:
             sink.write(header_block(header))
@@ -317,9 +492,10 @@ def map_file(path: str, willneed: bool = False) -> mmap.mmap:
     the page cache).
 
     ``willneed`` (disk files) asks the kernel to read the whole file ahead
-    (MADV_WILLNEED): measured 1.2 GB/s cold on this machine against 0.35 GB/s for plain
-    page faults, 0.5 GB/s for O_DIRECT reads (one request at a time) and 0.9 GB/s for four
-    parallel O_DIRECT reads; warm (page cache) it costs only the mapping."""
+    (MADV_WILLNEED): the read runs in the background while the caller starts using the
+    value (64 MiB files, cold: 0.6-0.8 GB/s here, about the disk's own speed at the time;
+    splitting the advice over threads, MADV_SEQUENTIAL or MADV_POPULATE_READ did not do
+    better); warm (page cache) it costs only the mapping."""
     with open(path, "rb") as f:
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     if willneed and hasattr(mm, "madvise"):
@@ -330,10 +506,35 @@ def map_file(path: str, willneed: bool = False) -> mmap.mmap:
     return mm
 
 
-def read_file_direct(path: str, chunk: int) -> mmap.mmap:
-    """Read a whole file into a fresh private aligned buffer, with O_DIRECT where supported
-    (no page-cache copy or pollution). The buffer is padded to 4 KiB; the caller slices it
-    by the header."""
+def _pread_all(fd: int, view, offset: int) -> int:
+    """Read into ``view`` from ``offset`` until it is full or the file ends."""
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n <= 0:
+            break
+        got += n
+    return got
+
+
+def _pread_pieces(fd: int, mv, pieces: list) -> list[int]:
+    """Read the ``(start, end)`` pieces in order; stops at the first short one."""
+    got = []
+    for a, b in pieces:
+        got.append(_pread_all(fd, mv[a:b], a))
+        if got[-1] < b - a:
+            break
+    return got
+
+
+def read_file_direct(path: str, chunk: int, *, depth: int = 1, pool: ReadPool | None = None):
+    """Read a whole file into a private aligned buffer, with O_DIRECT where supported (no
+    page-cache copy or pollution). The buffer is padded to 4 KiB; the caller slices it by
+    the header.
+
+    The file is read in requests of ``chunk`` bytes, ``depth`` of them in flight (I/O
+    threads, each reading every ``depth``-th request). ``pool``: take the buffer from a
+    :class:`ReadPool` (returns one of its uint8 slabs) instead of a fresh ``mmap``."""
     fd = -1
     if hasattr(os, "O_DIRECT"):
         try:
@@ -345,17 +546,35 @@ def read_file_direct(path: str, chunk: int) -> mmap.mmap:
         fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
-        buf = aligned_buffer(size)
-        mv = memoryview(buf)
-        pos, end = 0, round_up(size)
-        while pos < size:
-            n = os.preadv(fd, [mv[pos:min(end, pos + chunk)]], pos)
-            if n <= 0:
-                break
-            pos += n
-        if pos < size:
-            raise StoreCorruptError(f"{path}: short read ({pos} of {size} bytes)")
-        mv.release()
+        buf = pool.get(size) if pool is not None else aligned_buffer(size)
+        mv = _as_bytes_view(buf)
+        try:
+            end, step = round_up(size), round_up(max(chunk, ALIGN))
+            pieces = [(o, min(end, o + step)) for o in range(0, end, step)]
+            lanes = max(1, min(int(depth), len(pieces)))
+            if lanes == 1:
+                done = {0: _pread_pieces(fd, mv, pieces)}
+            else:
+                ex = _executor()
+                futs = []
+                try:
+                    for lane in range(1, lanes):
+                        futs.append(ex.submit(_pread_pieces, fd, mv, pieces[lane::lanes]))
+                    first = _pread_pieces(fd, mv, pieces[0::lanes])
+                finally:
+                    _wait_all(futs)  # nothing may still write into buf or use fd
+                done = {0: first, **{lane: f.result() for lane, f in enumerate(futs, 1)}}
+            pos = 0
+            for i, (a, b) in enumerate(pieces):
+                lane_got = done[i % lanes]
+                k = i // lanes
+                if k >= len(lane_got) or lane_got[k] < min(b, size) - a:
+                    break
+                pos = min(b, size)
+            if pos < size:
+                raise StoreCorruptError(f"{path}: short read ({pos} of {size} bytes)")
+        finally:
+            mv.release()
         return buf
     finally:
         os.close(fd)

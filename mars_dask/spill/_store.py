@@ -139,13 +139,21 @@ class MarsStore(MutableMapping):
         go to disk; fraction (<= 1) of ``memory_limit`` or bytes.
     compression: None or "lz4" (disk tier only).
     o_direct: O_DIRECT disk writes.
-    read_mode: how disk files are read back: "mmap" (page cache, read-ahead; zero copy) or
-        "direct" (O_DIRECT into a private, pooled buffer).
+    read_mode: how disk files are read back: "mmap" (memory map + MADV_WILLNEED: the
+        kernel reads the whole file ahead while the caller starts using it; zero copy;
+        re-reads hit the page cache) or "direct" (O_DIRECT, ``read_depth`` requests in
+        flight, into a recycled private buffer; zero copy from there).
+    io_chunk: size of each O_DIRECT request.
+    io_depth: O_DIRECT write requests in flight per file.
+    read_depth: O_DIRECT read requests in flight per file (``read_mode="direct"``).
+    read_pool: bytes of free read buffers kept for reuse (reading into fresh memory costs
+        page faults as slow as the disk on VMs); fraction (<= 1) of ``memory_limit`` or bytes.
     """
 
     def __init__(self, worker_local_directory=None, *, directory=None, spill_directory=None,
                  name=None, cluster=None, memory_limit=None, shm_limit=_UNSET,
-                 compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET):
+                 compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET,
+                 io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET):
         worker, manager = find_constructing_worker()
         self._worker = weakref.ref(worker) if worker is not None else None
         if memory_limit is None and manager is not None:
@@ -172,7 +180,15 @@ class MarsStore(MutableMapping):
         if self.read_mode not in ("mmap", "direct"):
             raise ValueError(f"read_mode must be 'mmap' or 'direct', got {self.read_mode!r}")
         chunk = _cfg("io-chunk") if io_chunk is _UNSET else io_chunk
-        self.io_chunk = parse_bytes(chunk) if isinstance(chunk, str) else int(chunk or 16 * 2**20)
+        self.io_chunk = parse_bytes(chunk) if isinstance(chunk, str) else int(chunk or 4 * 2**20)
+        depth = _cfg("io-depth") if io_depth is _UNSET else io_depth
+        self.io_depth = max(1, int(depth or 4))
+        depth = _cfg("read-depth") if read_depth is _UNSET else read_depth
+        self.read_depth = max(1, int(depth or 16))
+        pool = _cfg("read-pool") if read_pool is _UNSET else read_pool
+        if pool is None:
+            pool = 512 * 2**20
+        self.read_pool = _files.ReadPool(0 if pool in (0, False) else self._parse_limit(pool))
 
         self._lock = threading.RLock()
         self._entries: dict = {}
@@ -294,6 +310,7 @@ class MarsStore(MutableMapping):
         """Move the least recently used in-memory value to disk (or drop its cached copy
         if it is already there). Returns the bytes freed, -1 if nothing could be evicted."""
         with self._lock:
+            self.read_pool.trim(0)  # free read buffers first: memory nobody uses
             try:
                 _, _, weight = self._lru.evict()
                 return int(weight)
@@ -360,6 +377,7 @@ class MarsStore(MutableMapping):
                 return
             self._closed = True
             self._lru = zict.LRU(0, {})  # drop the held values without demoting them
+            self.read_pool.trim(0)
             entries = list(self._entries.values()) + list(self._orphans.values())
             self._entries.clear()
             self._orphans.clear()
@@ -402,7 +420,7 @@ class MarsStore(MutableMapping):
                 write_payload(sink)
 
         return _files.write_file(path, header, payload, direct=self.o_direct and tier == "disk",
-                                 chunk=self.io_chunk)
+                                 chunk=self.io_chunk, depth=self.io_depth)
 
     @staticmethod
     def _entry_from(key, tier, path, header, file_size) -> _Entry:
@@ -417,11 +435,16 @@ class MarsStore(MutableMapping):
         offset, size = entry.offset, entry.size
         compressed = h.get("compression") == "lz4"
         if entry.tier == "disk" and self.read_mode == "direct":
-            buf = _files.read_file_direct(entry.path, self.io_chunk)
+            buf = _files.read_file_direct(entry.path, self.io_chunk, depth=self.read_depth,
+                                          pool=self.read_pool)
         else:
             buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
         if compressed:
-            raw = lz4_decompress(memoryview(buf)[offset:offset + size], _files.aligned_buffer)
+            src = memoryview(buf)[offset:offset + size]
+            try:
+                raw = lz4_decompress(src, self.read_pool.get)
+            finally:
+                src.release()
             buf, offset, size = raw.obj, 0, raw.nbytes
         return decode(h["kind"], h["meta"], buf, offset, size)
 

@@ -217,3 +217,30 @@ def test_no_workers_left_is_an_error_not_a_hang(cluster):
         f.result(timeout=60)
     assert time.monotonic() - t0 < 30
     assert _events(client, "no-workers")
+
+
+def test_iterative_job_keeps_lineage_and_memory_flat(cluster):
+    """x = (x + 1).execute(checkpoint=every 5th): the previous x is freed (its handle is
+    gone), checkpoints cut the lineage on the scheduler, in the journal and on the client,
+    so journal entries, scheduler tasks and results in memory stay bounded."""
+    import gc
+
+    import mars_dask.tensor as mt
+
+    c = cluster(n_workers=1)
+    client = c.client
+    x = mt.ones((64, 64), chunk_size=32).execute()  # 4 chunks
+    seen = []
+    for i in range(25):
+        x = (x + 1).execute(checkpoint=(i % 5 == 4))
+        gc.collect()
+        if i % 5 == 4:
+            c.wait(lambda: mars_dask.failover_report(client)["journal_checkpoints"] >= 4, 30, "checkpoint")
+            rep = mars_dask.failover_report(client)
+            in_memory = client.run_on_scheduler(
+                lambda dask_scheduler: sum(ts.state == "memory" for ts in dask_scheduler.tasks.values()))
+            seen.append((rep["journal_entries"], rep["scheduler_tasks"], in_memory))
+    assert (x.fetch() == 26).all()
+    assert all(ch.lineage_on_scheduler for ch in x.data.chunks)  # cut on the client too
+    # after each checkpoint: only the 4 checkpointed chunks are journaled, known and held
+    assert all(j == 4 and t == 4 and m == 4 for j, t, m in seen), seen
