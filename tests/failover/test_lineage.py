@@ -22,28 +22,15 @@ import mars_dask
 import mars_dask.dataframe as md
 from mars_dask.errors import MarsNoWorkersError
 from tests.worker import _kernels as K
-from tests.worker.conftest import CLICluster
+from tests.worker.conftest import CLICluster, cli_cluster  # noqa: F401 (fixture)
 
 # a worker whose node is gone (nanny killed too) is given up on after this
 FAST_GRACE = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "1s"}
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    made = []
-
-    def make(**kw):
-        d = tmp_path / f"c{len(made)}"
-        d.mkdir()
-        c = CLICluster(d, **kw)
-        made.append(c)
-        c.start()
-        return c
-
-    yield make
-    for c in made:
-        c.close()
-        c.cleanup_dirs()
+def cluster(cli_cluster):
+    return cli_cluster
 
 
 def _events(client, action):

@@ -21,7 +21,7 @@ import mars_dask.tensor as mt
 from mars_dask.errors import MarsDaskError
 from mars_dask.tensor.arithmetic import elementwise
 from tests.worker import _kernels as K
-from tests.worker.conftest import CLICluster
+from tests.worker.conftest import CLICluster, cli_cluster  # noqa: F401 (fixture)
 
 # this machine is shared: a worker process can take seconds to start
 ENV = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"}
@@ -29,21 +29,11 @@ REJOIN_TOPIC = "mars-worker-rejoin"
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    made = []
-
+def cluster(cli_cluster):
     def make(**kw):
-        env = {**ENV, **kw.pop("env", {})}
-        c = CLICluster(tmp_path / f"c{len(made)}", fixed_port=True, env=env, **kw)
-        (tmp_path / f"c{len(made)}").mkdir()
-        made.append(c)
-        c.start()
-        return c
+        return cli_cluster(fixed_port=True, env={**ENV, **kw.pop("env", {})}, **kw)
 
-    yield make
-    for c in made:
-        c.close()
-        c.cleanup_dirs()
+    return make
 
 
 def _in_thread(fn, *args, **kwargs):
