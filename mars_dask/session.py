@@ -188,6 +188,10 @@ class _SchedulerLost(Exception):
     """Internal: the scheduler connection was lost during an operation."""
 
 
+class _Vanished(Exception):
+    """Internal: a chunk's weakly held Future was released meanwhile (resubmit it)."""
+
+
 def _dead(f) -> bool:
     """A Future that no longer stands for data on the cluster (cancelled: the client lost
     the scheduler, or the key was cancelled)."""
@@ -365,13 +369,19 @@ class Session:
                 return
             except _SchedulerLost:
                 self._recover_connection()
+            except _Vanished:
+                pending = {c: None for c in pending if c.future is not None}
 
     def _wait(self, chunks: Sequence[Chunk]) -> None:
         futs = [c.future for c in chunks]
+        if any(f is None for f in futs):
+            raise _Vanished()
         holder = [None]
         self._wait_all(futs, holder)
         for c in chunks:
             f = c.future
+            if f is None:
+                raise _Vanished()
             if f.status != "finished":
                 if any(_lost_by_disconnect(c2.future) for c2 in chunks) or (
                     not self._connected() and self.client.status not in ("closing", "closed")
@@ -473,15 +483,11 @@ def execute(*tileables, session: Session | None = None, checkpoint: bool = False
     session = session or get_session()
     datas = [t.data for t in tileables]
     session.execute(datas, checkpoint=checkpoint)
-    # The handles own the results; the chunk graph (later tileables name these chunks as
-    # inputs) holds them weakly, so that x = f(x).execute() frees the previous x once its
-    # handle is gone. Chunks executed for iterative tiling stay as they were (held by the
-    # chunk graph while their tileable lives), so they are reused, not recomputed.
+    # each executed tileable now owns its results (TileableData.seal: the chunk graph
+    # holds them weakly), so iterative jobs free what they no longer use
     chunks = [c for d in datas for c in d.chunks]
-    for t in tileables:
-        t.pin()
-    for c in chunks:
-        c.weaken()
+    for d in datas:
+        d.seal()
     if checkpoint:
         session.cut_lineage(chunks)
     return tileables[0] if len(tileables) == 1 else list(tileables)

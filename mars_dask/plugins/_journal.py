@@ -78,6 +78,18 @@ class LineageIncomplete(KeyError):
 
 
 def _as_key(key: Any) -> Key:
+    """msgpack gives lists back for tuples; keys from the scheduler are already flat
+    tuples of str/int, returned as they are (this runs for every recorded key)."""
+    t = type(key)
+    if t is str or t is int:
+        return key
+    if t is tuple:
+        for k in key:
+            tk = type(k)
+            if tk is not str and tk is not int:
+                break
+        else:
+            return key
     if isinstance(key, list | tuple):
         return tuple(_as_key(k) for k in key)
     return key
@@ -280,21 +292,27 @@ class LineageJournal:
         """Append ``entries`` of graph ``graph_seq``; returns how many were recorded. One
         flush per call (plus ``os.fsync`` when ``fsync`` / the journal's default says so)."""
         n = 0
+        seq = int(graph_seq)
         with self._lock:
+            offset = self._writer.tell()
+            write = self._writer.write
             for e in entries:
                 key = _as_key(e.key)
                 deps = tuple(_as_key(d) for d in e.dependencies)
                 entry = JournalEntry(key, bytes(e.recipe), deps, _as_key(e.priority), e.tileable,
-                                     e.boundary, int(graph_seq))
-                offset = self._writer.tell()
-                self._writer.write(_frame([_ENTRY, entry.graph_seq, key, entry.recipe, deps,
-                                           entry.priority, entry.tileable, entry.boundary]))
+                                     e.boundary, seq)
+                frame = _frame([_ENTRY, seq, key, entry.recipe, deps, entry.priority,
+                                entry.tileable, entry.boundary])
+                write(frame)
                 self._seg_records[self._active] += 1
                 self._put(entry, self._active, offset)
+                offset += len(frame)
                 n += 1
-                if self._writer.tell() >= self.segment_bytes:
+                if offset >= self.segment_bytes:
                     self._sync(fsync)
                     self._open_writer(self._active + 1)
+                    offset = self._writer.tell()
+                    write = self._writer.write
             self._sync(fsync)
             self._maybe_compact()
         return n

@@ -298,8 +298,25 @@ class Recovery:
             loop.call_later(self.report_timeout, self._decide, d)
         if d.restart_keys:
             loop.call_later(self.grace, self._end_restart, d)
+            if d.ws is not None and d.ws.nanny:
+                loop.add_callback(self._probe_nanny, d, d.ws.nanny)
         else:
             d.restart_over = True
+
+    async def _probe_nanny(self, d: Death, nanny: str) -> None:
+        """A node that is gone (nanny dead too) will not restart its worker: stop holding
+        its results at once instead of waiting for the grace period."""
+        import asyncio
+
+        try:
+            await asyncio.wait_for(self.s.rpc(nanny).identity(), 3)
+        except (OSError, asyncio.TimeoutError) as e:
+            if not d.restart_over:
+                logger.info("the nanny %s of dead worker %s is gone too (%s): recomputing now",
+                            nanny, d.address, type(e).__name__)
+                self._end_restart(d)
+        except Exception:  # noqa: BLE001 - alive but odd: keep waiting for the grace period
+            pass
 
     def worker_exit(self, report: dict) -> None:
         """The nanny's account of a dead process (may come before or after removal)."""
@@ -396,6 +413,8 @@ class Recovery:
             return
         if d.adopting:  # adoption under way: the worker will call adopted() shortly
             if time.monotonic() - d.t0 < self.grace + 30:
+                # ...unless it dies first: look again
+                self.s.loop.call_later(5, self._end_restart, d)
                 return
         d.restart_over = True
         keys = [k for k in d.restart_keys if k in d.saved]

@@ -183,10 +183,11 @@ class TileableData:
     tuple (one per axis) of chunk lengths, ``nan`` where unknown.
     """
 
-    __slots__ = ("key", "op", "shape", "chunks", "_nsplits", "_strides", "output_index", "__weakref__")
+    __slots__ = ("key", "op", "shape", "chunks", "_nsplits", "_strides", "output_index", "_pins", "__weakref__")
 
     def __init__(self, op: Operand | None, shape: tuple, key: str, output_index: int = 0):
         self.op = op
+        self._pins = None
         self.shape = tuple(shape)
         self.key = key
         self.chunks: list[Chunk] | None = None
@@ -223,6 +224,22 @@ class TileableData:
     @property
     def is_executed(self) -> bool:
         return self.chunks is not None and all(c.future is not None for c in self.chunks)
+
+    def pin(self) -> None:
+        """Hold the Futures of this tileable's chunks (see :meth:`seal`)."""
+        self._pins = [c.future for c in self.chunks] if self.chunks is not None else None
+
+    def seal(self) -> None:
+        """After ``execute()``: this tileable holds its results (``pin``), its chunks hold
+        them only weakly and it lets go of its input tileables. So the results live exactly
+        as long as this tileable (its handle, or a lazy tileable built on it), and
+        ``x = f(x).execute()`` frees the previous ``x``: the new chunks still name the old
+        ones as inputs (lineage, for rebuilding lost data), but no longer keep them alive."""
+        self.pin()
+        for c in self.chunks:
+            c.weaken()
+        if self.op is not None:
+            self.op.inputs = []
 
     @property
     def chunk_shape(self) -> tuple:

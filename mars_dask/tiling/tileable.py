@@ -22,23 +22,11 @@ _graph_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Tileable:
-    __slots__ = ("_data", "_pins", "__weakref__")
+    __slots__ = ("_data", "__weakref__")
 
     def __init__(self, data: TileableData):
         self._data = data
-        self._pins = None
-        if data.chunks is not None and data.is_executed:
-            self.pin()
 
-    def pin(self) -> None:
-        """Hold the Futures of this tileable's data. After ``execute()`` the chunk graph
-        keeps only weak references to Futures (``Chunk.weaken``): the user's handles own
-        the data, so ``x = f(x).execute()`` frees the previous ``x`` on the cluster once its
-        handle is gone, although the new chunks still name the old ones as inputs."""
-        chunks = self._data.chunks
-        self._pins = [c.future for c in chunks] if chunks is not None else None
-
-    # -- metadata --------------------------------------------------------------------
     @property
     def data(self) -> TileableData:
         return self._data
@@ -90,7 +78,7 @@ class Tileable:
             )
         session = session or get_session()
         parts = session.gather(self._data)
-        self.pin()  # the gather may have rebuilt lost chunks (new Futures)
+        self._data.pin()  # the gather may have rebuilt lost chunks (new Futures)
         return self._assemble(self._assemble_meta(self._data), parts)
 
     @staticmethod
