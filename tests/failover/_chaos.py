@@ -386,10 +386,10 @@ def _snapshot_and_kill(dask_scheduler, name=None, pick=0.0, with_nanny=False):
     rec = {"address": addr, "name": str(ws.name), "pid": pid, "held": len(ws.has_what),
            "lost_needed": lost, "minimal": minimal, "processing": [str(ts.key) for ts in ws.processing],
            "time": time.time()}
-    os.kill(pid, signal.SIGKILL)
-    if nanny_pid:
+    if nanny_pid:  # the nanny first: killed second, it could start a replacement first
         os.kill(nanny_pid, signal.SIGKILL)
         rec["nanny_pid"] = nanny_pid
+    os.kill(pid, signal.SIGKILL)
     return rec
 
 
