@@ -15,7 +15,7 @@ from tests.failover import _chaos as C
 SYSTEMS = pytest.mark.parametrize("system", ["mars", "plain"])
 # the plain-Dask baseline of a long test runs with --runslow only (the CI budget)
 SYSTEMS_PLAIN_SLOW = pytest.mark.parametrize("system", ["mars", pytest.param("plain", marks=pytest.mark.slow)])
-CHAIN = dict(n=800, chunk=200, steps=20, every=5)  # 4x4 chunks, 4 stages
+CHAIN = dict(n=1600, chunk=200, steps=20, every=5)  # 8x8 chunks, 4 stages: a few seconds, so kills land mid-job
 LOOP = dict(n=400, chunk=100, iterations=30, checkpoint_every=10)  # 4x4 chunks
 
 
@@ -49,7 +49,7 @@ def test_chain_under_repeated_worker_kills(chaos_clusters, system):
     ref = C.run_job(c, job, "chain", CHAIN, timeout=120)
     assert ref.ok and ref.executed > 0, ref.summary()
     C.settle(c.client)
-    res = C.run_job(c, job, "chain", CHAIN, C.PeriodicWorkerKill(every=2.5, first=1.0, max_kills=2, seed=1),
+    res = C.run_job(c, job, "chain", CHAIN, C.PeriodicWorkerKill(every=1.5, first=0.5, max_kills=2, seed=1),
                     expected=ref.result, timeout=180)
     print(ref.summary(), res.summary(), sep="\n")
     _ok(res, c)
