@@ -194,10 +194,17 @@ class Failover:
             finally:
                 self._queue.task_done()
 
-    def flush(self) -> None:
-        """Wait until every queued journal write is done."""
-        if self._thread is not None and self._thread.is_alive():
-            self._queue.join()
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait (blocking the event loop: only where lineage is read) until every queued
+        journal write is done, at most ``timeout`` seconds."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() > deadline:
+                logger.warning("lineage journal writer is %d writes behind", self._queue.unfinished_tasks)
+                return
+            time.sleep(0.005)
 
     async def _update_graph_msg(self, **msg):
         """The ``update-graph`` stream handler: remember the serialized graph for the
@@ -527,8 +534,9 @@ class Failover:
         self.s.log_event(P.EVENT_TOPIC, {"action": action, **msg})
 
     def stats(self) -> dict:
-        """Counters, journal size and recent events (``mars_dask.failover_report``)."""
-        self.flush()
+        """Counters, journal size and recent events (``mars_dask.failover_report``); the
+        journal figures wait at most 2 s for the writer thread)."""
+        self.flush(timeout=2.0)
         js = self.journal.stats() if self.journal is not None else {}
         return {
             **self.counts,
