@@ -215,10 +215,11 @@ def test_earlier_graph_runs_first(cli_cluster):
 
 @pytest.mark.timeout(300)
 def test_no_restart_falls_back_to_prioritized_recomputation(cli_cluster):
-    """A worker whose nanny is gone too: after the grace period its lost results are
-    recomputed elsewhere, with a priority above all normal work."""
+    """A worker whose nanny is gone too (the node is lost): the scheduler finds the nanny
+    dead and recomputes the lost results elsewhere at once, without waiting for the restart
+    grace period, with a priority above all normal work."""
     c = cli_cluster(mars=True, n_workers=2, nthreads=2, memory_limit="2GiB",
-                    env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "3s"})
+                    env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"})
     x = mt.random.rand(16, 1000, chunk_size=(1, 1000))
     mars_dask.execute(x)
     xv = x.fetch()
@@ -228,11 +229,11 @@ def test_no_restart_falls_back_to_prioritized_recomputation(cli_cluster):
     import signal
 
     nanny_pid = c.client.run(os.getppid, workers=[addr])[addr]
+    os.kill(nanny_pid, signal.SIGKILL)  # first: a nanny killed second may start a replacement
     c.kill_worker_process(name)
-    os.kill(nanny_pid, signal.SIGKILL)
     t0 = time.monotonic()
     c.wait(lambda: c.mars_stats()["recomputed"] >= held, 60, "fallback recomputation")
-    assert time.monotonic() - t0 >= 2.5  # held for the grace period first
+    assert time.monotonic() - t0 < 30  # not held for the 60 s grace period
     np.testing.assert_allclose(x.fetch(), xv)
 
     def prios(dask_scheduler, keys=tuple(str(k.key) for k in x.data.chunks)):
