@@ -289,44 +289,6 @@ class _Sink:
         pass
 
 
-class _Sink:
-    """Sequential writer of one file; ``write`` accepts any buffer (pyarrow also calls it
-    as a Python file object)."""
-
-    closed = False
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.pos = 0
-
-    # file-object protocol used by pyarrow.PythonFile
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:  # pyarrow closes its sink; the real close is finish()
-        pass
-
-    def write(self, buf) -> int:
-        mv = _as_bytes_view(buf)
-        n = len(mv)
-        while mv:
-            mv = mv[os.write(self.fd, mv):]
-        self.pos += n
-        return n
-
-    def finish(self) -> int:
-        return self.pos
-
-    def abort(self) -> None:
-        pass
-
-
 def _pwrite_all(fd: int, view, offset: int) -> None:
     while view:
         n = os.pwrite(fd, view, offset)
