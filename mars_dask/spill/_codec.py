@@ -9,6 +9,15 @@
   (no null scan); a RangeIndex is metadata, not a column. Decoding reads the IPC file from
   the memory map; numeric columns without nulls stay views of the map
   (``to_pandas(split_blocks=True)``), others are converted.
+- ``blocks``: a pandas DataFrame / Series whose data and index are plain numpy (numeric,
+  bool, datetime64/timedelta64 columns; a RangeIndex or a plain numeric Index), which is
+  what most chunks are: each of pandas' own blocks is stored as its raw buffer (as ``numpy``
+  does), the column labels and small metadata pickled in the header. Decoding builds the
+  frame from views of the map (``pandas.api.internals.create_dataframe_from_blocks``):
+  tens of microseconds, where a round trip through Arrow's pandas metadata costs over a
+  millisecond per value whatever its size -- paid for every task result on a worker.
+- ``seq``: a tuple or list of such arrays and frames (what a shuffle's map task returns:
+  one piece per output partition), each item stored as above, one after the other.
 - ``dask``: anything else, through ``distributed.protocol.serialize_bytelist`` (Dask's own
   serializers: dask, then pickle), read back with ``deserialize_bytes``.
 
@@ -18,6 +27,7 @@ prefixed by its raw and compressed lengths; decoding then needs a private buffer
 
 from __future__ import annotations
 
+import math
 import pickle
 import struct
 from dataclasses import dataclass
@@ -163,14 +173,183 @@ def _decode_arrow(meta: dict, buf, offset: int, size: int):
         df.index = type(df.index)(df.index, freq=meta["freq"])
     form = meta["form"]
     if form == "frame":
-        return df
+        return _copy_on_write(df)
     if form == "series":
         s = df["__series__"]
         s.name = pickle.loads(meta["name"])
-        return s
+        return _copy_on_write(s)
     idx = df.index
     idx.name = pickle.loads(meta["index_name"]) if idx.nlevels == 1 else idx.name
     return idx
+
+
+# -- pandas blocks ----------------------------------------------------------------------
+_ALIGN = 64
+_BLOCK_KINDS = "biufcmM"
+
+
+def _ndarray(values):
+    """The numpy array behind pandas values of a numpy dtype (tz-naive datetime64 and
+    timedelta64 blocks hold it in a DatetimeArray/TimedeltaArray), else None."""
+    if type(values) is not np.ndarray:
+        if not isinstance(values.dtype, np.dtype):
+            return None
+        values = getattr(values, "_ndarray", None)
+        if type(values) is not np.ndarray:
+            return None
+    return values if values.dtype.kind in _BLOCK_KINDS else None
+
+
+def _plain_index(index) -> bool:
+    import pandas as pd
+
+    return type(index) is pd.RangeIndex or (type(index) is pd.Index and _ndarray(index._values) is not None)
+
+
+def _encode_blocks(x) -> Encoded | None:
+    """pandas' blocks as raw buffers, or None when ``x`` is not all plain numpy."""
+    import pandas as pd
+
+    if not _plain_index(x.index):
+        return None
+    if isinstance(x, pd.DataFrame):
+        arrays = [(_ndarray(b.values), b.mgr_locs.as_array) for b in x._mgr.blocks]
+        if not all(v is not None and v.ndim == 2 for v, _ in arrays):
+            return None
+        meta = {"form": "frame", "columns": pickle.dumps(x.columns, protocol=5)}
+    else:
+        values = _ndarray(x._values)
+        if values is None or values.ndim != 1:
+            return None
+        arrays = [(values, None)]
+        meta = {"form": "series", "name": pickle.dumps(x.name, protocol=5)}
+    index = x.index
+    if type(index) is pd.RangeIndex:
+        meta["range"] = [index.start, index.stop, index.step]
+        meta["index_name"] = pickle.dumps(index.name, protocol=5)
+    else:
+        arrays.append((_ndarray(index._values), "index"))
+        meta["index_name"] = pickle.dumps(index.name, protocol=5)
+    parts, specs, offset, nbytes = [], [], 0, 0
+    for values, place in arrays:
+        if values.flags.c_contiguous:
+            flat, order = values, "C"
+        elif values.flags.f_contiguous:
+            flat, order = values.T, "F"
+        else:
+            flat, order = np.ascontiguousarray(values), "C"
+        raw = flat.reshape(-1).view(np.uint8)
+        pad = -raw.nbytes % _ALIGN
+        specs.append({"dtype": values.dtype.str, "shape": list(values.shape),
+                      "order": order, "offset": offset,
+                      "place": place if isinstance(place, str) or place is None else place.tolist()})
+        parts.append((raw, pad))
+        offset += raw.nbytes + pad
+        nbytes += values.nbytes
+    meta["arrays"] = specs
+    zeros = bytes(_ALIGN)
+
+    def write(sink):
+        for raw, pad in parts:
+            sink.write(raw)
+            if pad:
+                sink.write(zeros[:pad])
+
+    return Encoded("blocks", meta, nbytes, write, offset)
+
+
+def _decode_blocks(meta: dict, buf, offset: int, size: int):
+    import pandas as pd
+    from pandas.api.internals import create_dataframe_from_blocks
+
+    blocks, index, data = [], None, None
+    for spec in meta["arrays"]:
+        dtype = np.dtype(spec["dtype"])
+        shape = tuple(spec["shape"])
+        count = math.prod(shape) * dtype.itemsize
+        flat = np.frombuffer(buf, dtype=np.uint8, count=count, offset=offset + spec["offset"]).view(dtype)
+        values = flat.reshape(shape[::-1]).T if spec["order"] == "F" else flat.reshape(shape)
+        if values.flags.writeable:  # as for numpy values: shared with every reader
+            values.flags.writeable = False
+        place = spec["place"]
+        if place == "index":
+            index = pd.Index(values, copy=False)
+        elif place is None:
+            data = values
+        else:
+            blocks.append((values, np.asarray(place, dtype=np.intp)))
+    if index is None:
+        index = pd.RangeIndex(*meta["range"])
+    index.name = pickle.loads(meta["index_name"])
+    if meta["form"] == "series":
+        return _copy_on_write(pd.Series(data, index=index, name=pickle.loads(meta["name"]), copy=False))
+    return _copy_on_write(create_dataframe_from_blocks(blocks, index=index, columns=_columns(meta["columns"])))
+
+
+def _copy_on_write(obj):
+    """A shallow copy of ``obj`` that keeps ``obj`` alive: pandas then sees every block as
+    shared and copies it before an in-place write (copy-on-write), instead of writing into
+    the read-only map (``ValueError: assignment destination is read-only``)."""
+    out = obj.copy(deep=False)
+    object.__setattr__(out, "_mars_base", obj)  # not a column, not pickled
+    return out
+
+
+_COLUMNS: dict = {}
+
+
+def _columns(pickled: bytes):
+    """Column labels, unpickled once per distinct set: the chunks of a tileable share them
+    (an Index is immutable, so frames may share one object, as pandas' own operations do)."""
+    cols = _COLUMNS.get(pickled)
+    if cols is None:
+        if len(_COLUMNS) >= 256:
+            _COLUMNS.clear()
+        cols = _COLUMNS[pickled] = pickle.loads(pickled)
+    return cols
+
+
+# -- tuples and lists of arrays / frames ------------------------------------------------
+_SEQ_MAX = 65536
+
+
+def _encode_item(x) -> Encoded | None:
+    if type(x) in (np.ndarray, np.memmap) and not x.dtype.hasobject:
+        return _encode_numpy(x)
+    if type(x) in _pandas_types()[:2]:
+        return _encode_blocks(x)
+    return None
+
+
+def _encode_seq(x) -> Encoded | None:
+    """Each item by its own codec, back to back (aligned); None unless every item is a
+    plain array or frame (anything else pickles the whole sequence, as Dask would)."""
+    encs = []
+    for item in x:
+        enc = _encode_item(item)
+        if enc is None or enc.size is None:
+            return None
+        encs.append(enc)
+    items, offset = [], 0
+    for enc in encs:
+        items.append({"kind": enc.kind, "meta": enc.meta, "offset": offset, "size": enc.size})
+        offset += enc.size + (-enc.size % _ALIGN)
+    zeros = bytes(_ALIGN)
+
+    def write(sink):
+        for enc in encs:
+            enc.write(sink)
+            pad = -enc.size % _ALIGN
+            if pad:
+                sink.write(zeros[:pad])
+
+    meta = {"form": "list" if type(x) is list else "tuple", "items": items}
+    return Encoded("seq", meta, sum(e.nbytes for e in encs), write, offset)
+
+
+def _decode_seq(meta: dict, buf, offset: int, size: int):
+    out = [_DECODERS[it["kind"]](it["meta"], buf, offset + it["offset"], it["size"]) for it in meta["items"]]
+    return out if meta["form"] == "list" else tuple(out)
 
 
 # -- everything else: Dask's serialization ----------------------------------------------
@@ -198,6 +377,14 @@ def encode(x) -> Encoded:
     """Pick the codec for ``x`` (see the module docstring)."""
     if type(x) in (np.ndarray, np.memmap) and not x.dtype.hasobject:
         return _encode_numpy(x)
+    if type(x) in _pandas_types()[:2]:
+        enc = _encode_blocks(x)
+        if enc is not None:
+            return enc
+    elif type(x) in (tuple, list) and 0 < len(x) <= _SEQ_MAX:
+        enc = _encode_seq(x)
+        if enc is not None:
+            return enc
     if isinstance(x, _pandas_types()) and _arrow_eligible(x):
         enc = _encode_arrow(x)
         if enc is not None:
@@ -205,7 +392,8 @@ def encode(x) -> Encoded:
     return _encode_dask(x)
 
 
-_DECODERS = {"numpy": _decode_numpy, "arrow": _decode_arrow, "dask": _decode_dask}
+_DECODERS = {"numpy": _decode_numpy, "blocks": _decode_blocks, "seq": _decode_seq, "arrow": _decode_arrow,
+             "dask": _decode_dask}
 
 
 def decode(kind: str, meta: dict, buf, offset: int, size: int):

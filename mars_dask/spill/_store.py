@@ -22,6 +22,15 @@ restart logic calls :meth:`MarsStore.recover` for each key still wanted and hand
 to the worker (``store[key] = value`` with that same object adopts the file, no rewrite),
 then :meth:`MarsStore.discard_existing` for the rest.
 
+Write-behind (``write-delay``): a result that took less than ``write-delay`` to compute is
+held in the process (tier ``pending``) and written by a background thread once it is
+``write-delay`` old, unless it has been deleted by then. Most intermediate results of a
+pipeline are consumed and released within a fraction of a second, so they never cost a
+write; a SIGKILL loses only results younger than ``write-delay`` that were each cheaper than
+``write-delay`` to compute (the restart logic recomputes them). Results that took longer,
+transfers' copies excepted, and values that did not come from a task (scatter) are written
+at once. ``write-delay: 0`` writes every value before ``store[key] = value`` returns.
+
 Who removes the files: ``store.close(remove=True)``, called by the ``StoreTeardown`` worker
 plugin that the store installs on its worker (so a clean worker close, ``client.restart()``
 and cluster close remove everything); deleting a key removes its file at once. A process
@@ -38,13 +47,15 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import weakref
+from collections import deque
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import dask.config
 import zict
-from dask.utils import parse_bytes
+from dask.utils import parse_bytes, parse_timedelta
 
 from ..errors import StoreCorruptError, StoreError
 from . import _files
@@ -104,12 +115,20 @@ def _untuple(key):
     return tuple(_untuple(k) for k in key) if isinstance(key, list) else key
 
 
+#: a written frame (or tuple of them) up to this size is held as the object the task
+#: returned, not re-read from its file: re-reading builds the frame again (~0.1-0.3 ms,
+#: whatever its size), and holding both costs little memory at this size
+HOLD_AS_IS = 2**20
+
+
 class _Entry:
-    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes")
+    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes", "own")
 
     def __init__(self, key, tier, path, header, offset, size, nbytes):
+        self.own = False          # shm tier: the held value is the original (file + heap)
         self.key = key
-        self.tier = tier          # "shm" | "disk" | "heap" (no file: both writes failed)
+        self.tier = tier          # "shm" | "disk" | "pending" (write-behind) | "heap" (no file:
+        #                           both writes failed)
         self.path = path
         self.header = header
         self.offset = offset      # payload offset in the file
@@ -118,8 +137,11 @@ class _Entry:
 
     @property
     def weight_in_memory(self) -> int:
-        """What holding the value costs: the whole file for the shared-memory tier."""
-        return self.offset + self.size if self.tier == "shm" else self.nbytes
+        """What holding the value costs: the whole file for the shared-memory tier (and
+        the value's own memory if that is held too)."""
+        if self.tier == "shm":
+            return self.offset + self.size + (self.nbytes if self.own else 0)
+        return self.nbytes
 
 
 class MarsStore(MutableMapping):
@@ -148,12 +170,13 @@ class MarsStore(MutableMapping):
     read_depth: O_DIRECT read requests in flight per file (``read_mode="direct"``).
     read_pool: bytes of free read buffers kept for reuse (reading into fresh memory costs
         page faults as slow as the disk on VMs); fraction (<= 1) of ``memory_limit`` or bytes.
+    write_delay: write-behind delay (seconds or a string such as "200ms"; 0: write at once).
     """
 
     def __init__(self, worker_local_directory=None, *, directory=None, spill_directory=None,
                  name=None, cluster=None, memory_limit=None, shm_limit=_UNSET,
                  compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET,
-                 io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET):
+                 io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET, write_delay=_UNSET):
         worker, manager = find_constructing_worker()
         self._worker = weakref.ref(worker) if worker is not None else None
         if memory_limit is None and manager is not None:
@@ -190,7 +213,13 @@ class MarsStore(MutableMapping):
             pool = 512 * 2**20
         self.read_pool = _files.ReadPool(0 if pool in (0, False) else self._parse_limit(pool))
 
+        delay = _cfg("write-delay") if write_delay is _UNSET else write_delay
+        self.write_delay = float(parse_timedelta(delay) or 0) if delay is not None else 0.0
+
         self._lock = threading.RLock()
+        self._queued = threading.Condition(self._lock)
+        self._queue: deque = deque()  # (due, key, entry) of pending values, due times in order
+        self._writer: threading.Thread | None = None
         self._entries: dict = {}
         self._orphans: dict = {}
         self._recovering: dict = {}
@@ -278,20 +307,97 @@ class MarsStore(MutableMapping):
                 return
             if key in self._orphans:
                 self._unlink(self._orphans.pop(key))
-            enc = encode(value)
-            entry = None
-            if (enc.size if enc.size is not None else enc.nbytes) <= self._lru.n:
-                entry = self._try_write(key, enc, "shm")
-            if entry is None:
-                entry = self._try_write(key, enc, "disk")
-            if entry is None:  # no file at all; keep it in the heap like a plain dict
-                entry = _Entry(key, "heap", None, None, 0, 0, enc.nbytes)
-            self._entries[key] = entry
-            if entry.tier == "shm":
-                held = value if enc.kind == "dask" else self._load(entry)
-                self._lru[key] = held
-            elif entry.tier == "heap":
-                self._lru.set_noevict(key, value)
+            nbytes = self._deferrable(key)
+            if nbytes is not None:
+                entry = self._entries[key] = _Entry(key, "pending", None, None, 0, 0, nbytes)
+                self._queue.append((time.monotonic() + self.write_delay, key, entry))
+                self._lru[key] = value  # an eviction now writes it to disk (_demote)
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_behind, daemon=True,
+                                                    name=f"mars-dask-store-{self.name}")
+                    self._writer.start()
+                elif len(self._queue) == 1:
+                    self._queued.notify()
+                return
+            self._persist(key, value)
+
+    def _persist(self, key, value, entry: _Entry | None = None) -> None:
+        """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it
+        as read back from the file; ``entry``: the pending entry to complete."""
+        enc = encode(value)
+        new = None
+        if (enc.size if enc.size is not None else enc.nbytes) <= self._lru.n:
+            new = self._try_write(key, enc, "shm")
+        if new is None:
+            new = self._try_write(key, enc, "disk")
+        if new is None:  # no file at all; keep it in the heap like a plain dict
+            new = _Entry(key, "heap", None, None, 0, 0, enc.nbytes)
+        if entry is None:
+            entry = self._entries[key] = new
+        else:
+            for f in _Entry.__slots__:
+                setattr(entry, f, getattr(new, f))
+        if entry.tier == "shm":
+            if enc.kind == "dask":
+                held = value
+            elif enc.kind != "numpy" and enc.nbytes <= HOLD_AS_IS:
+                held, entry.own = value, True
+            else:
+                held = self._load(entry)
+            self._lru[key] = held
+        elif entry.tier == "heap":
+            self._lru.set_noevict(key, value)
+        elif key in self._lru:  # a pending value written to disk: it is in the file now
+            del self._lru[key]
+
+    def _deferrable(self, key) -> int | None:
+        """The size of the value being stored if its write may wait (a task result cheaper
+        than ``write_delay`` to compute, or a copy fetched from another worker), else None.
+        The worker's TaskState has the compute time and size when the result is stored."""
+        if self.write_delay <= 0 or self._closed:
+            return None
+        w = self._worker() if self._worker else None
+        ts = w.state.tasks.get(key) if w is not None else None
+        if ts is None or not ts.startstops or ts.nbytes is None:
+            return None
+        last = ts.startstops[-1]
+        if last["action"] == "compute" and last["stop"] - last["start"] >= self.write_delay:
+            return None
+        if last["action"] not in ("compute", "transfer"):
+            return None
+        return int(ts.nbytes)
+
+    def _write_behind(self) -> None:
+        """The writer thread: writes each pending value when it is due (under the lock, as
+        a synchronous write would be), skipping those deleted or spilled meanwhile."""
+        with self._lock:
+            while not self._closed:
+                if not self._queue:
+                    self._queued.wait()
+                    continue
+                due, key, entry = self._queue[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._queued.wait(wait)
+                    continue
+                self._queue.popleft()
+                self._write_pending(key, entry)
+
+    def _write_pending(self, key, entry: _Entry) -> None:
+        if entry.tier != "pending" or self._entries.get(key) is not entry:
+            return  # deleted, replaced or spilled to disk meanwhile
+        try:
+            self._persist(key, self._lru.d[key], entry)
+        except Exception:  # noqa: BLE001 - keep the value in memory, as a failed write does
+            logger.exception("write-behind of %s failed; keeping it in memory only", key)
+            entry.tier = "heap"
+
+    def flush(self) -> None:
+        """Write every pending value now (before a close that keeps the files)."""
+        with self._lock:
+            while self._queue:
+                _, key, entry = self._queue.popleft()
+                self._write_pending(key, entry)
 
     def __delitem__(self, key) -> None:
         with self._lock:
@@ -375,7 +481,11 @@ class MarsStore(MutableMapping):
         with self._lock:
             if self._closed:
                 return
+            if not remove:
+                self.flush()
             self._closed = True
+            self._queue.clear()
+            self._queued.notify_all()
             self._lru = zict.LRU(0, {})  # drop the held values without demoting them
             self.read_pool.trim(0)
             entries = list(self._entries.values()) + list(self._orphans.values())
@@ -429,7 +539,7 @@ class MarsStore(MutableMapping):
         return e
 
     def _load(self, entry: _Entry):
-        if entry.tier == "heap":
+        if entry.tier in ("heap", "pending"):
             raise StoreError(f"{entry.key!r} is held in the heap only")  # always in the LRU
         h = entry.header
         offset, size = entry.offset, entry.size
@@ -455,7 +565,7 @@ class MarsStore(MutableMapping):
             return  # a cached read-back: the file is already there
         path = self._path("disk", key)
         compress = self.compression == "lz4"
-        if entry.tier == "heap":
+        if entry.tier in ("heap", "pending"):
             enc = encode(value)
             header = dict(entry.header or {}, key=key, kind=enc.kind, meta=enc.meta,
                           nbytes=enc.nbytes, compression="lz4" if compress else None,
@@ -475,7 +585,7 @@ class MarsStore(MutableMapping):
             old = entry.path
             os.unlink(old)
         new = self._entry_from(key, "disk", path, header, size)
-        entry.tier, entry.path, entry.header = "disk", path, header
+        entry.tier, entry.path, entry.header, entry.own = "disk", path, header, False
         entry.offset, entry.size = new.offset, new.size
 
     def _adopt(self, entry: _Entry, value) -> None:

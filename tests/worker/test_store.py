@@ -15,7 +15,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
+import types
 import uuid
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -131,8 +134,69 @@ def test_dataframe_arrow_roundtrip(dirs, name):
     df = _frames()[name]
     st = make_store(dirs)
     st["k"] = df
-    assert st._entries["k"].header["kind"] == "arrow"
+    plain = name in ("int-columns", "empty")  # all-numpy data and index: pandas' blocks
+    assert st._entries["k"].header["kind"] == ("blocks" if plain else "arrow")
     tm.assert_frame_equal(st["k"], df)
+    st.close()
+
+
+def _block_frames():
+    n = 5
+    base = pd.DataFrame({"a": np.arange(n), "b": np.linspace(0, 1, n), "c": np.arange(n) * 2,
+                         "t": pd.date_range("2020-01-01", periods=n).values,
+                         "d": pd.to_timedelta(np.arange(n), unit="s").values,
+                         "ok": np.array([True, False, True, True, False]), "u": np.arange(n, dtype="u1"),
+                         "z": np.arange(n) + 1j})
+    unconsolidated = base[["a"]].copy()
+    unconsolidated["a2"] = np.arange(n) * 3  # a second int64 block
+    f_order = pd.DataFrame(np.asfortranarray(np.arange(12.0).reshape(4, 3)), columns=list("xyz"))
+    return {
+        "dtypes": base,
+        "unconsolidated": unconsolidated,
+        "f-order": f_order,
+        "c-order-2d": pd.DataFrame(np.arange(12.0).reshape(4, 3)),
+        "strided": pd.DataFrame(np.arange(24.0).reshape(4, 6)[:, ::2]),
+        "duplicate-columns": pd.DataFrame([[1, 2.0], [3, 4.0]], columns=["a", "a"]),
+        "multiindex-columns": pd.DataFrame(np.ones((2, 2)), columns=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)])),
+        "int-index": base.set_index("a"),
+        "float-index": pd.DataFrame({"v": [1, 2, 3]}, index=pd.Index([0.5, np.nan, 2.0], name="f")),
+        "range-index-step": pd.DataFrame({"v": [1, 2, 3]}, index=pd.RangeIndex(10, 16, 2, name="r")),
+        "no-rows": base.iloc[:0],
+        "no-columns": pd.DataFrame(index=pd.RangeIndex(3)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_block_frames()))
+def test_dataframe_blocks_roundtrip(dirs, name):
+    df = _block_frames()[name]
+    st = make_store(dirs)
+    st["k"] = df
+    assert st._entries["k"].header["kind"] == "blocks"
+    got = st["k"]
+    tm.assert_frame_equal(got, df)
+    assert [b.dtype for b in got._mgr.blocks] == [b.dtype for b in df._mgr.blocks]
+    # read back by a new process (the file is all there is) and usable like any frame
+    st2 = make_store(dirs, name="w0")
+    st.close(remove=False)
+    back = st2.recover("k")
+    tm.assert_frame_equal(back, df)
+    if len(back.columns) and len(back):
+        back.iloc[0, 0] = back.iloc[1, 0]  # copy-on-write: the map is never written
+        tm.assert_frame_equal(st2.recover("k") if "k" not in st2 else st2["k"], df)
+    st2.close()
+
+
+@pytest.mark.parametrize("series", [
+    pd.Series([1.0, 2.0, np.nan], name="price"),
+    pd.Series(np.arange(4, dtype="i2"), index=pd.Index([3, 1, 2, 0], name="id"), name=("a", 1)),
+    pd.Series(pd.date_range("2020", periods=3).values, index=pd.RangeIndex(3, 0, -1)),
+    pd.Series([], dtype="f8"),
+], ids=["float", "int-index", "datetime", "empty"])
+def test_series_blocks_roundtrip(dirs, series):
+    st = make_store(dirs)
+    st["k"] = series
+    assert st._entries["k"].header["kind"] == "blocks"
+    tm.assert_series_equal(st["k"], series)
     st.close()
 
 
@@ -142,6 +206,7 @@ def test_series_and_index_roundtrip(dirs):
     unnamed = pd.Series(["a", "b"])
     idx = pd.Index([3, 1, 2], name="ids")
     st["s"], st["u"], st["i"] = s, unnamed, idx
+    # a DatetimeIndex (its freq) and str data go through Arrow
     assert {st._entries[k].header["kind"] for k in "sui"} == {"arrow"}
     tm.assert_series_equal(st["s"], s)
     tm.assert_series_equal(st["u"], unnamed)
@@ -360,7 +425,12 @@ def test_cluster_results_held_in_store_and_removed_on_close(dirs):
                 return (type(st).__name__, st.name, len(st),
                         sorted({st.tier_of(k) for k in st}), st.dirs)
 
-            info = client.run(inspect)
+            deadline = time.monotonic() + 30
+            while True:  # results cheap to compute are written write-delay after they are done
+                info = client.run(inspect)
+                if "pending" not in {tier for i in info.values() for tier in i[3]} or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             assert {i[0] for i in info.values()} == {"MarsStore"}
             assert sorted(i[1] for i in info.values()) == ["0", "1"]  # nanny-assigned names
             assert sum(i[2] for i in info.values()) >= 12
@@ -480,6 +550,7 @@ def _disk_frames():
         "u": pd.array(np.where(rng.random(n) < 0.2, None, np.arange(n)), dtype="UInt32"),
     }, index=pd.RangeIndex(10, 10 + 3 * n, 3, name="r"))
     frames["float-index"] = pd.DataFrame({"v": [1.0, np.nan]}, index=pd.Index([0.5, np.nan], name="x"))
+    frames["large-numeric"] = frames["large"][["f", "i", "h", "b"]].set_index("i")  # pandas' blocks
     return frames
 
 
@@ -491,7 +562,8 @@ def test_dataframe_disk_tier_roundtrip(dirs, name, read_mode):
     df = _disk_frames()[name]
     st = make_store(dirs, shm_limit=0, read_mode=read_mode, io_chunk=65536)
     st["k"] = df
-    assert st.tier_of("k") == "disk" and st._entries["k"].header["kind"] == "arrow"
+    plain = name in ("int-columns", "empty", "float-index", "large-numeric")
+    assert st.tier_of("k") == "disk" and st._entries["k"].header["kind"] == ("blocks" if plain else "arrow")
     tm.assert_frame_equal(st["k"], df)
     s = df.iloc[:, 0].rename("col")
     st["s"] = s
@@ -502,7 +574,8 @@ def test_dataframe_disk_tier_roundtrip(dirs, name, read_mode):
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
 def test_numeric_columns_stay_views_of_the_file(dirs):
     """Float columns with NaN are stored as NaN (not nulls): read back without a copy."""
-    df = pd.DataFrame({"f": [1.0, np.nan, 3.0], "i": [1, 2, 3]})
+    n = 100_000  # above HOLD_AS_IS: held as read back from the file
+    df = pd.DataFrame({"f": np.where(np.arange(n) % 3 == 1, np.nan, 1.0), "i": np.arange(n)})
     st = make_store(dirs)
     st["k"] = df
     got = st["k"]
@@ -515,3 +588,105 @@ def test_numeric_columns_stay_views_of_the_file(dirs):
         addr = got[c].to_numpy().__array_interface__["data"][0]
         assert any(lo <= addr < hi for lo, hi in ranges), c
     st.close()
+
+
+def test_sequences_of_arrays_and_frames(dirs):
+    """A shuffle map task's tuple of pieces is stored item by item, without pickling."""
+    df = pd.DataFrame({"a": np.arange(6), "b": np.linspace(0, 1, 6)})
+    pieces = tuple(df.iloc[i::3] for i in range(3)) + (df.iloc[:0], np.arange(5.0), df["b"])
+    st = make_store(dirs)
+    st["t"], st["l"] = pieces, list(pieces[:2])
+    st["o"], st["e"] = (df, {"x": 1}), ()
+    assert [st._entries[k].header["kind"] for k in "tloe"] == ["seq", "seq", "dask", "dask"]
+    st2 = make_store(dirs, name="w0")
+    st.close(remove=False)
+    source = st2.recover  # the files alone
+    t, lst = source("t"), source("l")
+    assert type(t) is tuple and type(lst) is list and len(t) == len(pieces)
+    for got, want in zip(t, pieces):
+        if isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want)
+        elif isinstance(want, pd.Series):
+            tm.assert_series_equal(got, want)
+        else:
+            tm.assert_frame_equal(got, want)
+    tm.assert_frame_equal(lst[1], pieces[1])
+    got_o = source("o")
+    tm.assert_frame_equal(got_o[0], df)
+    assert got_o[1] == {"x": 1} and source("e") == ()
+    st2.close()
+
+
+class _FakeWorker:
+    """What the store reads of its worker when a result is stored: the TaskState's compute
+    time (startstops) and size."""
+
+    def __init__(self):
+        self.state = types.SimpleNamespace(tasks={})
+
+    def finished(self, key, seconds, nbytes=800, action="compute"):
+        self.state.tasks[key] = types.SimpleNamespace(
+            startstops=[{"action": action, "start": 10.0, "stop": 10.0 + seconds}], nbytes=nbytes)
+
+
+def _write_behind_store(dirs, delay):
+    st = make_store(dirs, write_delay=delay)
+    w = _FakeWorker()
+    st._worker = weakref.ref(w)
+    return st, w
+
+
+def test_write_behind_skips_short_lived_results(dirs):
+    st, w = _write_behind_store(dirs, 0.3)
+    x, y = np.arange(100.0), np.arange(50)
+    w.finished("cheap", 0.001)
+    w.finished("costly", 1.0)
+    st["cheap"], st["costly"], st["scattered"] = x, y, x + 1
+    assert st.tier_of("cheap") == "pending" and st.path_of("cheap") is None
+    assert st["cheap"] is x  # the object itself until it is written
+    assert st.tier_of("costly") == "shm" and st.tier_of("scattered") == "shm"  # written at once
+    del st["cheap"]  # released before its write: never written
+    w.finished("later", 0.001)
+    st["later"] = x
+    deadline = time.monotonic() + 10
+    while st.tier_of("later") == "pending" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert st.tier_of("later") == "shm" and os.path.exists(st.path_of("later"))
+    np.testing.assert_array_equal(st["later"], x)
+    assert sorted(os.path.basename(os.path.dirname(f)) for f in files_under(*st.dirs)) == ["w0"] * 3
+    st.close()
+
+
+def test_write_behind_flushes_on_close_keeping_files_and_spills(dirs):
+    st, w = _write_behind_store(dirs, 60)
+    vals = {f"k{i}": np.full(1000, i, dtype="f8") for i in range(4)}
+    for k, v in vals.items():
+        w.finished(k, 0.0, nbytes=v.nbytes)
+        st[k] = v
+    assert {st.tier_of(k) for k in vals} == {"pending"}
+    assert st.evict() > 0  # the memory monitor spills a pending value: written to disk
+    assert "disk" in {st.tier_of(k) for k in vals}
+    st.close(remove=False)  # a worker closing for a restart: everything reaches a file
+    st2 = make_store(dirs)
+    assert set(st2.existing_keys()) == set(vals)
+    for k, v in vals.items():
+        np.testing.assert_array_equal(st2.recover(k), v)
+    st2.close()
+
+
+def test_small_frames_are_held_as_they_are(dirs):
+    """A small frame is written, but held as the object stored (re-reading builds a new
+    frame, which costs more than it saves); its weight counts both copies."""
+    from mars_dask.spill._store import HOLD_AS_IS
+
+    small = pd.DataFrame({"a": np.arange(100)})
+    big = pd.DataFrame({"a": np.arange(HOLD_AS_IS // 8 + 1)})
+    st = make_store(dirs)
+    st["s"], st["b"] = small, big
+    assert st["s"] is small and st["b"] is not big and st.tier_of("s") == "shm"
+    e = st._entries["s"]
+    assert e.weight_in_memory == e.offset + e.size + e.nbytes
+    st2 = make_store(dirs)
+    st.close(remove=False)
+    tm.assert_frame_equal(st2.recover("s"), small)
+    st2.close()
