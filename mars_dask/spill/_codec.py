@@ -57,14 +57,20 @@ class Encoded:
 
 
 # -- numpy ------------------------------------------------------------------------------
-def _encode_numpy(x: np.ndarray) -> Encoded:
+def _raw_bytes(x: np.ndarray) -> tuple[np.ndarray, str]:
+    """``x``'s bytes without a copy when it is contiguous: (uint8 view, "C" or "F"; an
+    F-ordered array is its C-ordered transpose); any other layout is made contiguous."""
     if x.flags.c_contiguous:
         flat, order = x, "C"
     elif x.flags.f_contiguous:
         flat, order = x.T, "F"
     else:
         flat, order = np.ascontiguousarray(x), "C"
-    raw = flat.reshape(-1).view(np.uint8)
+    return flat.reshape(-1).view(np.uint8), order
+
+
+def _encode_numpy(x: np.ndarray) -> Encoded:
+    raw, order = _raw_bytes(x)
     meta = {"dtype": pickle.dumps(x.dtype, protocol=5), "shape": list(x.shape), "order": order}
     return Encoded("numpy", meta, x.nbytes, lambda sink: sink.write(raw), raw.nbytes)
 
@@ -232,13 +238,7 @@ def _encode_blocks(x) -> Encoded | None:
         meta["index_name"] = pickle.dumps(index.name, protocol=5)
     parts, specs, offset, nbytes = [], [], 0, 0
     for values, place in arrays:
-        if values.flags.c_contiguous:
-            flat, order = values, "C"
-        elif values.flags.f_contiguous:
-            flat, order = values.T, "F"
-        else:
-            flat, order = np.ascontiguousarray(values), "C"
-        raw = flat.reshape(-1).view(np.uint8)
+        raw, order = _raw_bytes(values)
         pad = -raw.nbytes % _ALIGN
         specs.append({"dtype": values.dtype.str, "shape": list(values.shape),
                       "order": order, "offset": offset,
