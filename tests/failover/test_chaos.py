@@ -115,7 +115,7 @@ def test_shuffle_worker_loss_after_map_stage(chaos_clusters, system):
 # CI does not spend its 180 s timeout, xfail so that --runslow shows it.
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("system", [
-    pytest.param("mars", marks=[pytest.mark.slow, pytest.mark.xfail(reason="issue 5 (e): stalls after node loss", strict=False)]),
+    pytest.param("mars", marks=pytest.mark.slow),
     pytest.param("plain", marks=pytest.mark.slow),
 ])
 def test_loop_node_loss_reruns_at_most_ten_iterations(own_cluster, system):
