@@ -277,7 +277,8 @@ class Bench:
 
     # -- (f) -----------------------------------------------------------------------------
     def f_walls(self):
-        jobs = {"chain": self.chain(), "frame": self.frame(), "loop": self.loop()}
+        jobs = {"chain": self.chain, "frame": self.frame, "loop": self.loop}
+        jobs = {name: jobs[name]() for name in self.a.f_jobs.split(",")}
         walls = {}
         runs = [("mars", "mars", "mars"), ("plain", "mars", "mars-on-plain"), ("plain", "dask", "dask")]
         for rep in range(self.a.reps):
@@ -399,6 +400,7 @@ def main(argv=None):
     ap.add_argument("--tasks", type=int, default=None, help="tasks of the throughput graph (default 100000)")
     ap.add_argument("--run-tasks", type=int, default=None,
                     help="tasks of the graph run on the workers for throughput (default: --tasks)")
+    ap.add_argument("--f-jobs", default="chain,frame,loop", help="the jobs timed for the wall times of (f)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions of the fault-free timings of (f)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
