@@ -446,23 +446,49 @@ class Recovery:
         ts.worker_restrictions, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions = saved
 
     def _release(self, d: Death, keys) -> int:
-        """Give ``keys`` their restrictions back and schedule them; returns how many are
-        to be computed (the others are no longer needed)."""
-        recs = {}
+        """Give ``keys`` their restrictions back and schedule those still needed; the others
+        are released (e.g. the ancestors of an adopted result). Returns how many are to be
+        computed."""
+        held = {}
         for k in keys:
             saved = d.saved.pop(k, None)
             ts = self.s.tasks.get(k)
             if saved is None or ts is None:
                 continue
             self._restore(ts, saved)
-            if ts.state == "no-worker":
-                if not ts.waiters and not ts.who_wants:
-                    recs[k] = "released"  # nobody needs it any more (e.g. its dependent was adopted)
-                else:
-                    recs[k] = "processing"
+            held[k] = ts
+        needed = self._needed(held)
+        recs = {}
+        for k, ts in held.items():
+            if k not in needed:
+                if ts.state in ("no-worker", "waiting"):
+                    recs[k] = "released"
+            elif ts.state == "no-worker":
+                recs[k] = "processing"
         if recs:
             self.s.transitions(recs, stimulus_id=f"mars-release-{time.time()}")
         return sum(1 for k in keys if (ts := self.s.tasks.get(k)) is not None and ts.state not in ("released", "forgotten", "memory"))
+
+    @staticmethod
+    def _needed(held: dict) -> set:
+        """The held keys still needed: wanted by a client, waited for by a task that is not
+        held, or (transitively) by a needed held key. A held key waited for only by held
+        keys that are not needed (the ancestors of an adopted result, which no longer
+        waits for them) is not: releasing it instead of recomputing it saves re-running
+        its whole lineage."""
+        needed, stack = set(), []
+        for k, ts in held.items():
+            if ts.who_wants or any(w.key not in held for w in ts.waiters or ()):
+                needed.add(k)
+                stack.append(ts)
+        while stack:
+            ts = stack.pop()
+            for dts in ts.dependencies:
+                k = dts.key
+                if k in held and k not in needed and ts in (dts.waiters or ()):
+                    needed.add(k)
+                    stack.append(dts)
+        return needed
 
     def _fail(self, fail: dict) -> None:
         for k, exc in fail.items():

