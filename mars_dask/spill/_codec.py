@@ -75,21 +75,18 @@ def _encode_numpy(x: np.ndarray) -> Encoded:
     return Encoded("numpy", meta, x.nbytes, lambda sink: sink.write(raw), raw.nbytes)
 
 
-def _decode_numpy(meta: dict, buf, offset: int, size: int) -> np.ndarray:
-    dtype = pickle.loads(meta["dtype"])
-    shape = tuple(meta["shape"])
-    flat = np.frombuffer(buf, dtype=np.uint8, count=size, offset=offset)
-    if dtype.itemsize:
-        flat = flat.view(dtype)
-    else:
-        flat = np.empty(0, dtype=dtype)
-    if meta["order"] == "F":
-        out = flat.reshape(shape[::-1]).T
-    else:
-        out = flat.reshape(shape)
+def _array_view(buf, offset: int, count: int, dtype: np.dtype, shape: tuple, order: str) -> np.ndarray:
+    """The read-only array stored by :func:`_raw_bytes` at ``buf[offset:offset + count]``."""
+    flat = np.frombuffer(buf, dtype=np.uint8, count=count, offset=offset)
+    flat = flat.view(dtype) if dtype.itemsize else np.empty(0, dtype=dtype)
+    out = flat.reshape(shape[::-1]).T if order == "F" else flat.reshape(shape)
     if out.flags.writeable:  # private buffers (disk reads) are shared with every reader too
         out.flags.writeable = False
     return out
+
+
+def _decode_numpy(meta: dict, buf, offset: int, size: int) -> np.ndarray:
+    return _array_view(buf, offset, size, pickle.loads(meta["dtype"]), tuple(meta["shape"]), meta["order"])
 
 
 # -- pandas via Arrow -------------------------------------------------------------------
@@ -191,7 +188,14 @@ def _decode_arrow(meta: dict, buf, offset: int, size: int):
 
 # -- pandas blocks ----------------------------------------------------------------------
 _ALIGN = 64
+_ZEROS = bytes(_ALIGN)
 _BLOCK_KINDS = "biufcmM"
+
+
+def _pad(sink, n: int) -> None:
+    """Alignment padding (``n < _ALIGN`` zero bytes) between stored buffers."""
+    if n:
+        sink.write(_ZEROS[:n])
 
 
 def _ndarray(values):
@@ -230,12 +234,11 @@ def _encode_blocks(x) -> Encoded | None:
         arrays = [(values, None)]
         meta = {"form": "series", "name": pickle.dumps(x.name, protocol=5)}
     index = x.index
+    meta["index_name"] = pickle.dumps(index.name, protocol=5)
     if type(index) is pd.RangeIndex:
         meta["range"] = [index.start, index.stop, index.step]
-        meta["index_name"] = pickle.dumps(index.name, protocol=5)
     else:
         arrays.append((_ndarray(index._values), "index"))
-        meta["index_name"] = pickle.dumps(index.name, protocol=5)
     parts, specs, offset, nbytes = [], [], 0, 0
     for values, place in arrays:
         raw, order = _raw_bytes(values)
@@ -247,13 +250,11 @@ def _encode_blocks(x) -> Encoded | None:
         offset += raw.nbytes + pad
         nbytes += values.nbytes
     meta["arrays"] = specs
-    zeros = bytes(_ALIGN)
 
     def write(sink):
         for raw, pad in parts:
             sink.write(raw)
-            if pad:
-                sink.write(zeros[:pad])
+            _pad(sink, pad)
 
     return Encoded("blocks", meta, nbytes, write, offset)
 
@@ -266,11 +267,8 @@ def _decode_blocks(meta: dict, buf, offset: int, size: int):
     for spec in meta["arrays"]:
         dtype = np.dtype(spec["dtype"])
         shape = tuple(spec["shape"])
-        count = math.prod(shape) * dtype.itemsize
-        flat = np.frombuffer(buf, dtype=np.uint8, count=count, offset=offset + spec["offset"]).view(dtype)
-        values = flat.reshape(shape[::-1]).T if spec["order"] == "F" else flat.reshape(shape)
-        if values.flags.writeable:  # as for numpy values: shared with every reader
-            values.flags.writeable = False
+        values = _array_view(buf, offset + spec["offset"], math.prod(shape) * dtype.itemsize, dtype, shape,
+                             spec["order"])
         place = spec["place"]
         if place == "index":
             index = pd.Index(values, copy=False)
@@ -314,6 +312,7 @@ _SEQ_MAX = 65536
 
 
 def _encode_item(x) -> Encoded | None:
+    """A plain numpy array, or a frame / Series of pandas blocks; else None."""
     if type(x) in (np.ndarray, np.memmap) and not x.dtype.hasobject:
         return _encode_numpy(x)
     if type(x) in _pandas_types()[:2]:
@@ -334,14 +333,11 @@ def _encode_seq(x) -> Encoded | None:
     for enc in encs:
         items.append({"kind": enc.kind, "meta": enc.meta, "offset": offset, "size": enc.size})
         offset += enc.size + (-enc.size % _ALIGN)
-    zeros = bytes(_ALIGN)
 
     def write(sink):
         for enc in encs:
             enc.write(sink)
-            pad = -enc.size % _ALIGN
-            if pad:
-                sink.write(zeros[:pad])
+            _pad(sink, -enc.size % _ALIGN)
 
     meta = {"form": "list" if type(x) is list else "tuple", "items": items}
     return Encoded("seq", meta, sum(e.nbytes for e in encs), write, offset)
@@ -375,16 +371,11 @@ def _decode_dask(meta: dict, buf, offset: int, size: int):
 
 def encode(x) -> Encoded:
     """Pick the codec for ``x`` (see the module docstring)."""
-    if type(x) in (np.ndarray, np.memmap) and not x.dtype.hasobject:
-        return _encode_numpy(x)
-    if type(x) in _pandas_types()[:2]:
-        enc = _encode_blocks(x)
-        if enc is not None:
-            return enc
-    elif type(x) in (tuple, list) and 0 < len(x) <= _SEQ_MAX:
+    enc = _encode_item(x)
+    if enc is None and type(x) in (tuple, list) and 0 < len(x) <= _SEQ_MAX:
         enc = _encode_seq(x)
-        if enc is not None:
-            return enc
+    if enc is not None:
+        return enc
     if isinstance(x, _pandas_types()) and _arrow_eligible(x):
         enc = _encode_arrow(x)
         if enc is not None:

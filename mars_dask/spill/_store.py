@@ -323,7 +323,8 @@ class MarsStore(MutableMapping):
 
     def _persist(self, key, value, entry: _Entry | None = None) -> None:
         """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it
-        as read back from the file; ``entry``: the pending entry to complete."""
+        as read back from the file (small frames and pickled values: as they are);
+        ``entry``: the pending entry to complete."""
         enc = encode(value)
         new = None
         if (enc.size if enc.size is not None else enc.nbytes) <= self._lru.n:
