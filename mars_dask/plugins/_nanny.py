@@ -46,6 +46,7 @@ class MarsNannyPlugin(NannyPlugin):
         self._pid = None
         self._addr = None
         self._rss = 0
+        self._ps = None  # psutil.Process of self._pid
         self._recent: collections.deque = collections.deque()
         interval = parse_timedelta(dask.config.get("mars-dask.worker.monitor-interval"))
         self._pc = PeriodicCallback(self._poll, interval * 1000)
@@ -131,11 +132,15 @@ class MarsNannyPlugin(NannyPlugin):
         if self._proc is None and proc is not None and proc.pid is not None and proc.exitcode is None:
             self._proc, self._pid, self._rss = proc, proc.pid, 0
             self._recent.clear()
+            try:
+                self._ps = psutil.Process(self._pid)  # once per process: building one reads /proc
+            except psutil.Error:
+                self._ps = None
         if self._proc is not None:
             self._addr = getattr(wp, "worker_address", None) or self._addr
             try:
-                rss = psutil.Process(self._pid).memory_info().rss
-            except psutil.Error:
+                rss = self._ps.memory_info().rss
+            except (psutil.Error, AttributeError):
                 return
             now = time.monotonic()
             # a dying process reports a falling RSS: keep the peak of the last 2 s

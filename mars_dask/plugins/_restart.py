@@ -253,10 +253,14 @@ class Recovery:
                     for dts in missing:
                         ts.dependencies.add(dts)
                         dts.dependents.add(ts)
-        if finish == "memory" and key in self._adopting_saved:
-            self._restore(self.s.tasks[key], self._adopting_saved.pop(key))
-        elif finish in ("forgotten", "erred") and key in self._adopting_saved:
-            self._adopting_saved.pop(key, None)
+        if key in self._adopting_saved and (start == "processing" or finish in ("memory", "forgotten", "erred")):
+            # an adopted key done, or lost again (its new process died before answering):
+            # its restrictions come back before anything holds it for another restart, or it
+            # would wait forever for the dead process it was restricted to
+            saved = self._adopting_saved.pop(key)
+            ts = self.s.tasks.get(key)
+            if ts is not None:
+                self._restore(ts, saved)
         if finish == "no-worker" and key in self._fail_when_runnable:
             self.s.loop.add_callback(self._fail, {key: self._fail_when_runnable.pop(key)})
         d = self.by_stimulus.get(stimulus_id)
@@ -435,9 +439,15 @@ class Recovery:
 
     # -- mechanics ----------------------------------------------------------------------
     def _hold(self, d: Death, ts) -> None:
-        if ts.key in d.saved:
+        if ts.key in d.saved or any(self._deaths_holding(ts.key)):
+            # already held (for an earlier death's restart, which gives the key its own
+            # restrictions back): saving the hold as "its restrictions" would leave the key
+            # restricted to a dead process for good
             return
-        d.saved[ts.key] = (ts.worker_restrictions, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions)
+        wr = ts.worker_restrictions
+        if wr and any(str(r).startswith(P.HOLD_PREFIX) for r in wr):
+            wr = None  # a hold nobody owns any more (defensive): not the key's own
+        d.saved[ts.key] = (wr, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions)
         ts.worker_restrictions = {P.HOLD_PREFIX + d.ident}
         ts.loose_restrictions = False
 

@@ -3,7 +3,8 @@
 Tiers (as Mars's plasma store + spill): every value is written once to a file in the
 shared-memory directory (``/dev/shm``) and the store holds the value *read back from that
 file's memory map* -- the result is in memory once, in pages that belong to tmpfs rather
-than to the process, so they survive a SIGKILL. When the shared-memory tier exceeds its
+than to the process, so they survive a SIGKILL (a frame is read back when first read:
+building it costs more than mapping an array). When the shared-memory tier exceeds its
 limit, least recently used values move to the disk directory (an O_DIRECT sequential copy
 of the file; the shared-memory file is then deleted). Values read back from disk are cached
 (bounded by the same limit) and dropped again without rewriting: a key's file is written
@@ -22,14 +23,16 @@ restart logic calls :meth:`MarsStore.recover` for each key still wanted and hand
 to the worker (``store[key] = value`` with that same object adopts the file, no rewrite),
 then :meth:`MarsStore.discard_existing` for the rest.
 
-Write-behind (``write-delay``): a result that took less than ``write-delay`` to compute is
-held in the process (tier ``pending``) and written by a background thread once it is
-``write-delay`` old, unless it has been deleted by then. Most intermediate results of a
-pipeline are consumed and released within a fraction of a second, so they never cost a
-write; a SIGKILL loses only results younger than ``write-delay`` that were each cheaper than
-``write-delay`` to compute (the restart logic recomputes them). Results that took longer,
-transfers' copies excepted, and values that did not come from a task (scatter) are written
-at once. ``write-delay: 0`` writes every value before ``store[key] = value`` returns.
+Write-behind (``write-delay``): a result that took less than ``write-delay-max-compute`` to
+compute is held in the process (tier ``pending``) and written by a background thread once
+it is ``write-delay`` old, unless it has been deleted by then. Most intermediate results of
+a pipeline (and each iteration's result in a loop ``x = f(x).execute()``) are consumed and
+released within a second, so they never cost a write (writing to /dev/shm costs about
+1 ms/MB here, as much as many small tasks take to compute); a SIGKILL loses only results
+younger than ``write-delay`` that were each cheaper than ``write-delay-max-compute`` to
+compute (the restart logic recomputes them). Results that took longer, transfers' copies
+excepted, and values that did not come from a task (scatter) are written at once.
+``write-delay: 0`` writes every value before ``store[key] = value`` returns.
 
 Who removes the files: ``store.close(remove=True)``, called by the ``StoreTeardown`` worker
 plugin that the store installs on its worker (so a clean worker close, ``client.restart()``
@@ -120,6 +123,12 @@ def _untuple(key):
 #: whatever its size), and holding both costs little memory at this size
 HOLD_AS_IS = 2**20
 
+#: held in the LRU in place of a written frame that was not re-read yet: building frames
+#: from a file is not free (each block, each frame of a tuple), so it is done when the value
+#: is first read, not when it is written; most long-lived results are read once or never
+#: (the file is accounted for all the same: the LRU weight is the entry's)
+_UNREAD: Any = type("_Unread", (), {"__repr__": lambda self: "<not read back yet>"})()
+
 
 class _Entry:
     __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes", "own")
@@ -170,13 +179,15 @@ class MarsStore(MutableMapping):
     read_depth: O_DIRECT read requests in flight per file (``read_mode="direct"``).
     read_pool: bytes of free read buffers kept for reuse (reading into fresh memory costs
         page faults as slow as the disk on VMs); fraction (<= 1) of ``memory_limit`` or bytes.
-    write_delay: write-behind delay (seconds or a string such as "200ms"; 0: write at once).
+    write_delay: write-behind delay (seconds or a string such as "1s"; 0: write at once).
+    write_delay_max_compute: only results that took less than this to compute wait.
     """
 
     def __init__(self, worker_local_directory=None, *, directory=None, spill_directory=None,
                  name=None, cluster=None, memory_limit=None, shm_limit=_UNSET,
                  compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET,
-                 io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET, write_delay=_UNSET):
+                 io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET, write_delay=_UNSET,
+                 write_delay_max_compute=_UNSET):
         worker, manager = find_constructing_worker()
         self._worker = weakref.ref(worker) if worker is not None else None
         if memory_limit is None and manager is not None:
@@ -215,6 +226,9 @@ class MarsStore(MutableMapping):
 
         delay = _cfg("write-delay") if write_delay is _UNSET else write_delay
         self.write_delay = float(parse_timedelta(delay) or 0) if delay is not None else 0.0
+        cost = _cfg("write-delay-max-compute") if write_delay_max_compute is _UNSET else write_delay_max_compute
+        self.write_delay_max_compute = (float(parse_timedelta(cost) or 0) if cost is not None
+                                        else self.write_delay)
 
         self._lock = threading.RLock()
         self._queued = threading.Condition(self._lock)
@@ -288,9 +302,13 @@ class MarsStore(MutableMapping):
     def __getitem__(self, key):
         with self._lock:
             try:
-                return self._lru[key]
+                value = self._lru[key]
             except KeyError:
                 pass
+            else:
+                if value is _UNREAD:
+                    value = self._lru.d[key] = self._load(self._entries[key])  # same weight
+                return value
             entry = self._entries[key]
             value = self._load(entry)
             if entry.nbytes <= self._lru.n:
@@ -323,7 +341,8 @@ class MarsStore(MutableMapping):
 
     def _persist(self, key, value, entry: _Entry | None = None) -> None:
         """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it
-        as read back from the file (small frames and pickled values: as they are);
+        as read back from the file (arrays: now; larger frames: when first read; small
+        frames and pickled values: as they are);
         ``entry``: the pending entry to complete."""
         enc = encode(value)
         new = None
@@ -343,6 +362,8 @@ class MarsStore(MutableMapping):
                 held = value
             elif enc.kind != "numpy" and enc.nbytes <= HOLD_AS_IS:
                 held, entry.own = value, True
+            elif enc.kind != "numpy":
+                held = _UNREAD  # built from the file when first read (see _UNREAD)
             else:
                 held = self._load(entry)
             self._lru[key] = held
@@ -353,7 +374,8 @@ class MarsStore(MutableMapping):
 
     def _deferrable(self, key) -> int | None:
         """The size of the value being stored if its write may wait (a task result cheaper
-        than ``write_delay`` to compute, or a copy fetched from another worker), else None.
+        than ``write_delay_max_compute`` to compute, or a copy fetched from another worker),
+        else None.
         The worker's TaskState has the compute time and size when the result is stored."""
         if self.write_delay <= 0 or self._closed:
             return None
@@ -362,7 +384,7 @@ class MarsStore(MutableMapping):
         if ts is None or not ts.startstops or ts.nbytes is None:
             return None
         last = ts.startstops[-1]
-        if last["action"] == "compute" and last["stop"] - last["start"] >= self.write_delay:
+        if last["action"] == "compute" and last["stop"] - last["start"] >= self.write_delay_max_compute:
             return None
         if last["action"] not in ("compute", "transfer"):
             return None

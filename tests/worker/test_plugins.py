@@ -45,6 +45,16 @@ def _holder_with_most(cluster, chunks):
     return cluster.workers()[addr]["name"], n
 
 
+def _wait_written(cluster, timeout=30):
+    """With the store: until no value waits for its write-behind (cheap results are written
+    ``write-delay`` after they are done; a SIGKILL before then loses them, by design)."""
+    def pending(dask_worker):
+        st = dask_worker.data
+        return sum(1 for k in list(st) if st.tier_of(k) == "pending") if hasattr(st, "tier_of") else 0
+
+    cluster.wait(lambda: sum(cluster.client.run(pending).values()) == 0, timeout, "write-behind")
+
+
 def _persist_kill_finish(cluster):
     """Persist 64 chunks, start a job over them, SIGKILL the worker process holding most
     of them mid-job; return (re-executions of the stored chunks, chunks it held, chunks
@@ -53,6 +63,7 @@ def _persist_kill_finish(cluster):
     mars_dask.execute(x)
     xv = x.fetch()
     xkeys = [str(c.key) for c in x.data.chunks]
+    _wait_written(cluster)
     name, held = _holder_with_most(cluster, x.data.chunks)
     assert held >= 16
 

@@ -641,8 +641,10 @@ def test_write_behind_skips_short_lived_results(dirs):
     x, y = np.arange(100.0), np.arange(50)
     w.finished("cheap", 0.001)
     w.finished("costly", 1.0)
-    st["cheap"], st["costly"], st["scattered"] = x, y, x + 1
+    w.finished("mid", 0.25)  # under the delay, over write-delay-max-compute (200ms)
+    st["cheap"], st["costly"], st["scattered"], st["mid"] = x, y, x + 1, y + 1
     assert st.tier_of("cheap") == "pending" and st.path_of("cheap") is None
+    assert st.tier_of("mid") == "shm"
     assert st["cheap"] is x  # the object itself until it is written
     assert st.tier_of("costly") == "shm" and st.tier_of("scattered") == "shm"  # written at once
     del st["cheap"]  # released before its write: never written
@@ -653,7 +655,7 @@ def test_write_behind_skips_short_lived_results(dirs):
         time.sleep(0.02)
     assert st.tier_of("later") == "shm" and os.path.exists(st.path_of("later"))
     np.testing.assert_array_equal(st["later"], x)
-    assert sorted(os.path.basename(os.path.dirname(f)) for f in files_under(*st.dirs)) == ["w0"] * 3
+    assert sorted(os.path.basename(os.path.dirname(f)) for f in files_under(*st.dirs)) == ["w0"] * 4
     st.close()
 
 
@@ -690,3 +692,27 @@ def test_small_frames_are_held_as_they_are(dirs):
     st.close(remove=False)
     tm.assert_frame_equal(st2.recover("s"), small)
     st2.close()
+
+
+def test_large_frames_are_read_back_only_when_read(dirs):
+    """A frame above HOLD_AS_IS is written and dropped from the heap; it is built from its
+    file when first read (then held), not when written: a result nobody reads again costs
+    no decoding. The unread value still weighs its file and spills like any other."""
+    from mars_dask.spill._store import _UNREAD, HOLD_AS_IS
+
+    n = HOLD_AS_IS // 8 + 1
+    frames = {f"f{i}": pd.DataFrame({"a": np.arange(n) + i, "b": np.ones(n)}) for i in range(3)}
+    size = frames["f0"].memory_usage(index=False).sum()
+    st = make_store(dirs, shm_limit=int(2.5 * size))
+    st["f0"] = frames["f0"]
+    assert st._lru.d["f0"] is _UNREAD and st.tier_of("f0") == "shm"
+    assert st._lru.total_weight >= size
+    got = st["f0"]
+    tm.assert_frame_equal(got, frames["f0"])
+    assert st._lru.d["f0"] is got and st["f0"] is got  # read once, then held
+    st["f1"], st["f2"] = frames["f1"], frames["f2"]  # over the limit: f0 goes to disk
+    assert st.tier_of("f0") == "disk" and st._lru.d["f2"] is _UNREAD
+    for k, df in frames.items():
+        tm.assert_frame_equal(st[k], df)
+    st.close()
+    assert files_under(*dirs) == []
