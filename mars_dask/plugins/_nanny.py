@@ -138,9 +138,11 @@ class MarsNannyPlugin(NannyPlugin):
                 self._ps = None
         if self._proc is not None:
             self._addr = getattr(wp, "worker_address", None) or self._addr
+            if self._ps is None:
+                return
             try:
                 rss = self._ps.memory_info().rss
-            except (psutil.Error, AttributeError):
+            except psutil.Error:
                 return
             now = time.monotonic()
             # a dying process reports a falling RSS: keep the peak of the last 2 s

@@ -224,11 +224,13 @@ class MarsStore(MutableMapping):
             pool = 512 * 2**20
         self.read_pool = _files.ReadPool(0 if pool in (0, False) else self._parse_limit(pool))
 
-        delay = _cfg("write-delay") if write_delay is _UNSET else write_delay
-        self.write_delay = float(parse_timedelta(delay) or 0) if delay is not None else 0.0
-        cost = _cfg("write-delay-max-compute") if write_delay_max_compute is _UNSET else write_delay_max_compute
-        self.write_delay_max_compute = (float(parse_timedelta(cost) or 0) if cost is not None
-                                        else self.write_delay)
+        def seconds(value, name, default):
+            value = _cfg(name) if value is _UNSET else value
+            return default if value is None else float(parse_timedelta(value) or 0)
+
+        self.write_delay = seconds(write_delay, "write-delay", 0.0)
+        self.write_delay_max_compute = seconds(write_delay_max_compute, "write-delay-max-compute",
+                                               self.write_delay)
 
         self._lock = threading.RLock()
         self._queued = threading.Condition(self._lock)
@@ -360,12 +362,12 @@ class MarsStore(MutableMapping):
         if entry.tier == "shm":
             if enc.kind == "dask":
                 held = value
-            elif enc.kind != "numpy" and enc.nbytes <= HOLD_AS_IS:
-                held, entry.own = value, True
-            elif enc.kind != "numpy":
-                held = _UNREAD  # built from the file when first read (see _UNREAD)
-            else:
+            elif enc.kind == "numpy":
                 held = self._load(entry)
+            elif enc.nbytes <= HOLD_AS_IS:
+                held, entry.own = value, True
+            else:
+                held = _UNREAD  # built from the file when first read (see _UNREAD)
             self._lru[key] = held
         elif entry.tier == "heap":
             self._lru.set_noevict(key, value)

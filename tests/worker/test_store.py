@@ -630,7 +630,7 @@ class _FakeWorker:
 
 
 def _write_behind_store(dirs, delay):
-    st = make_store(dirs, write_delay=delay)
+    st = make_store(dirs, write_delay=delay, write_delay_max_compute=0.2)
     w = _FakeWorker()
     st._worker = weakref.ref(w)
     return st, w
@@ -641,7 +641,7 @@ def test_write_behind_skips_short_lived_results(dirs):
     x, y = np.arange(100.0), np.arange(50)
     w.finished("cheap", 0.001)
     w.finished("costly", 1.0)
-    w.finished("mid", 0.25)  # under the delay, over write-delay-max-compute (200ms)
+    w.finished("mid", 0.25)  # under the delay, over write_delay_max_compute (0.2 s)
     st["cheap"], st["costly"], st["scattered"], st["mid"] = x, y, x + 1, y + 1
     assert st.tier_of("cheap") == "pending" and st.path_of("cheap") is None
     assert st.tier_of("mid") == "shm"
