@@ -24,7 +24,7 @@ with the fault-free run of the same system.
     its nanny SIGKILLed after iteration ``--iterations // 2 + 5``: iterations re-run.
 (f) fault-free wall time of the jobs: mars_dask jobs on the cluster with the plugins vs the
     same mars_dask jobs on the plain cluster (the plugins' overhead; target <= 1.05), and the
-    plain Dask version (for reference); scheduler throughput on a ``--tasks``-task graph:
+    plain Dask version (for reference), after ``--warmup`` untimed runs of each; scheduler throughput on a ``--tasks``-task graph:
     graph acceptance (as bench_tensor.py (d), on schedulers without workers, with and without
     ``--preload mars_dask``) and running a ``--run-tasks``-task graph on the workers (tasks/s).
 
@@ -281,6 +281,16 @@ class Bench:
         jobs = {name: jobs[name]() for name in self.a.f_jobs.split(",")}
         walls = {}
         runs = [("mars", "mars", "mars"), ("plain", "mars", "mars-on-plain"), ("plain", "dask", "dask")]
+        # untimed warm-up runs: a fresh cluster's first runs pay imports, worker start-up and
+        # the machine's caches (as pytest-benchmark's warm-up)
+        for _ in range(self.a.warmup):
+            for name, params in jobs.items():
+                for cluster_system, job_system, _label in runs:
+                    c = self.cluster(cluster_system)
+                    res = C.run_job(c, job_system, name, params, timeout=self.a.run_timeout)
+                    if not res.ok:
+                        raise RuntimeError(res.summary())
+                    C.settle(c.client)
         for rep in range(self.a.reps):
             for name, params in jobs.items():
                 # alternating, and in the reverse order every other repetition: noise and
@@ -407,6 +417,7 @@ def main(argv=None):
                     help="tasks of the graph run on the workers for throughput (default: --tasks)")
     ap.add_argument("--f-jobs", default="chain,frame,loop", help="the jobs timed for the wall times of (f)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions of the fault-free timings of (f)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs of each (f) job on each cluster first")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--memory-limit", default="6GiB")

@@ -424,6 +424,20 @@ def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: i
     ``write_payload(sink)`` writes the payload; returns the file size. ``depth``: O_DIRECT
     write requests kept in flight.
     """
+    tmp, size = write_tmp(path, header, write_payload, direct=direct, chunk=chunk, depth=depth)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+    return size
+
+
+def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: int,
+              depth: int = 1) -> tuple[str, int]:
+    """:func:`write_file` without the rename: ``(temporary path, file size)``; the caller
+    renames it to ``path`` (publishes it) or unlinks it. A temporary file is never taken
+    for a value (:func:`is_tmp_name`)."""
     tmp = tmp_name(path)
     fd, direct = _open_for_write(tmp, direct)
     sink = _DirectSink(fd, chunk, depth) if direct else _Sink(fd)
@@ -437,16 +451,19 @@ def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: i
         size = sink.finish()
         os.close(fd)
         fd = -1
-        os.rename(tmp, path)
     except BaseException:
         if fd >= 0:
             os.close(fd)
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        unlink_quietly(tmp)
         raise
-    return size
+    return tmp, size
+
+
+def unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def map_file(path: str, willneed: bool = False) -> mmap.mmap:

@@ -236,6 +236,7 @@ class MarsStore(MutableMapping):
         self._queued = threading.Condition(self._lock)
         self._queue: deque = deque()  # (due, key, entry) of pending values, due times in order
         self._writer: threading.Thread | None = None
+        self._writing: _Entry | None = None  # the writer thread's write in flight (lock released)
         self._entries: dict = {}
         self._orphans: dict = {}
         self._recovering: dict = {}
@@ -341,19 +342,30 @@ class MarsStore(MutableMapping):
                 return
             self._persist(key, value)
 
-    def _persist(self, key, value, entry: _Entry | None = None) -> None:
-        """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it
-        as read back from the file (arrays: now; larger frames: when first read; small
-        frames and pickled values: as they are);
-        ``entry``: the pending entry to complete."""
+    def _persist(self, key, value) -> None:
+        """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it."""
+        enc, new, _ = self._write_out(key, value, publish=True)
+        self._install(key, value, enc, new)
+
+    def _write_out(self, key, value, publish: bool):
+        """Encode and write ``value`` to shared memory, else disk: ``(encoded, entry, tmp)``;
+        ``publish=False`` leaves the file under its temporary name ``tmp`` (the writer
+        thread renames it under the lock). Changes no state of the store: the writer
+        thread calls it without the lock."""
         enc = encode(value)
-        new = None
+        new = tmp = None
         if (enc.size if enc.size is not None else enc.nbytes) <= self._lru.n:
-            new = self._try_write(key, enc, "shm")
+            new, tmp = self._try_write(key, enc, "shm", publish)
         if new is None:
-            new = self._try_write(key, enc, "disk")
+            new, tmp = self._try_write(key, enc, "disk", publish)
         if new is None:  # no file at all; keep it in the heap like a plain dict
             new = _Entry(key, "heap", None, None, 0, 0, enc.nbytes)
+        return enc, new, tmp
+
+    def _install(self, key, value, enc, new: _Entry, entry: _Entry | None = None) -> None:
+        """Make the written ``new`` the key's entry (``entry``: the pending entry it
+        completes) and hold the value as read back from the file (arrays: now; larger
+        frames: when first read; small frames and pickled values: as they are)."""
         if entry is None:
             entry = self._entries[key] = new
         else:
@@ -393,8 +405,11 @@ class MarsStore(MutableMapping):
         return int(ts.nbytes)
 
     def _write_behind(self) -> None:
-        """The writer thread: writes each pending value when it is due (under the lock, as
-        a synchronous write would be), skipping those deleted or spilled meanwhile."""
+        """The writer thread: writes each pending value when it is due, skipping those
+        deleted or spilled meanwhile. The write itself runs without the lock (the worker's
+        event loop and task threads read and store values meanwhile; a write holds the
+        lock only to publish its file), so a value deleted, replaced or spilled during its
+        write has its temporary file unlinked instead."""
         with self._lock:
             while not self._closed:
                 if not self._queue:
@@ -406,20 +421,74 @@ class MarsStore(MutableMapping):
                     self._queued.wait(wait)
                     continue
                 self._queue.popleft()
-                self._write_pending(key, entry)
+                if not self._is_pending(key, entry):
+                    continue
+                value = self._lru.d[key]
+                self._writing = entry
+                self._lock.release()
+                try:
+                    written = self._write_behind_one(key, value)
+                finally:
+                    self._lock.acquire()
+                try:
+                    self._publish(key, entry, value, written)
+                finally:
+                    self._writing = None
+                    del value, written
+                    self._queued.notify_all()
+
+    def _write_behind_one(self, key, value):
+        """``_write_out(publish=False)``; None if it failed (logged: the value stays in
+        memory only, as after any failed write)."""
+        try:
+            return self._write_out(key, value, publish=False)
+        except Exception:
+            logger.exception("write-behind of %s failed; keeping it in memory only", key)
+            return None
+
+    def _publish(self, key, entry: _Entry, value, written) -> None:
+        """(Lock held.) Rename the writer thread's file into place and complete ``entry``;
+        or drop the file if the entry was deleted, replaced or spilled during the write."""
+        if written is None:  # failed (logged): keep the value in memory only
+            if self._is_pending(key, entry):
+                entry.tier = "heap"
+            return
+        enc, new, tmp = written
+        if not self._is_pending(key, entry) or self._closed:
+            if tmp is not None:
+                _files.unlink_quietly(tmp)
+            return
+        try:
+            if tmp is not None:
+                os.rename(tmp, new.path)
+            self._install(key, value, enc, new, entry)
+        except Exception:
+            logger.exception("write-behind of %s failed; keeping it in memory only", key)
+            if tmp is not None:
+                _files.unlink_quietly(tmp)
+            entry.tier = "heap"
+
+    def _is_pending(self, key, entry: _Entry) -> bool:
+        """``entry`` is still ``key``'s and still waits for its write (not deleted, replaced
+        or spilled to disk)."""
+        return entry.tier == "pending" and self._entries.get(key) is entry
 
     def _write_pending(self, key, entry: _Entry) -> None:
-        if entry.tier != "pending" or self._entries.get(key) is not entry:
-            return  # deleted, replaced or spilled to disk meanwhile
-        try:
-            self._persist(key, self._lru.d[key], entry)
-        except Exception:  # noqa: BLE001 - keep the value in memory, as a failed write does
-            logger.exception("write-behind of %s failed; keeping it in memory only", key)
-            entry.tier = "heap"
+        """(Lock held.) Write a pending value now."""
+        if self._is_pending(key, entry):
+            value = self._lru.d[key]
+            self._publish(key, entry, value, self._write_behind_one(key, value))
+
+    def _wait_for_writer(self) -> None:
+        """Wait (lock held) until the writer thread's write in flight is published or
+        dropped."""
+        while self._writing is not None:
+            self._queued.wait()
 
     def flush(self) -> None:
         """Write every pending value now (before a close that keeps the files)."""
         with self._lock:
+            self._wait_for_writer()
             while self._queue:
                 _, key, entry = self._queue.popleft()
                 self._write_pending(key, entry)
@@ -511,6 +580,7 @@ class MarsStore(MutableMapping):
             self._closed = True
             self._queue.clear()
             self._queued.notify_all()
+            self._wait_for_writer()  # its temporary file is gone before the directory is
             self._lru = zict.LRU(0, {})  # drop the held values without demoting them
             self.read_pool.trim(0)
             entries = list(self._entries.values()) + list(self._orphans.values())
@@ -532,20 +602,23 @@ class MarsStore(MutableMapping):
         shm, disk = self.dirs
         return os.path.join(shm if tier == "shm" else disk, _key_file(key))
 
-    def _try_write(self, key, enc, tier: str) -> _Entry | None:
+    def _try_write(self, key, enc, tier: str, publish: bool = True) -> tuple[_Entry | None, str | None]:
+        """``(entry, temporary path or None once published)``; ``(None, None)`` when the
+        tier cannot take the value."""
         path = self._path(tier, key)
         compress = tier == "disk" and self.compression == "lz4"
         header = {"key": key, "kind": enc.kind, "meta": enc.meta, "nbytes": enc.nbytes,
                   "compression": "lz4" if compress else None,
                   "size": None if compress else enc.size}
         try:
-            size = self._write(path, header, enc.write, tier, compress)
+            tmp, size = self._write(path, header, enc.write, tier, compress, publish)
         except OSError as e:
             logger.warning("cannot write %s to the %s tier (%s)", key, tier, e)
-            return None
-        return self._entry_from(key, tier, path, header, size)
+            return None, None
+        return self._entry_from(key, tier, path, header, size), tmp
 
-    def _write(self, path, header, write_payload, tier, compress) -> int:
+    def _write(self, path, header, write_payload, tier, compress, publish=True) -> tuple[str | None, int]:
+        """``(temporary path, or None once renamed to path; file size)``."""
         def payload(sink):
             if compress:
                 z = Lz4Sink(sink)
@@ -554,8 +627,10 @@ class MarsStore(MutableMapping):
             else:
                 write_payload(sink)
 
-        return _files.write_file(path, header, payload, direct=self.o_direct and tier == "disk",
-                                 chunk=self.io_chunk, depth=self.io_depth)
+        kw = {"direct": self.o_direct and tier == "disk", "chunk": self.io_chunk, "depth": self.io_depth}
+        if publish:
+            return None, _files.write_file(path, header, payload, **kw)
+        return _files.write_tmp(path, header, payload, **kw)
 
     @staticmethod
     def _entry_from(key, tier, path, header, file_size) -> _Entry:
@@ -595,14 +670,14 @@ class MarsStore(MutableMapping):
             header = dict(entry.header or {}, key=key, kind=enc.kind, meta=enc.meta,
                           nbytes=enc.nbytes, compression="lz4" if compress else None,
                           size=None if compress else enc.size)
-            size = self._write(path, header, enc.write, "disk", compress)
+            _, size = self._write(path, header, enc.write, "disk", compress)
         else:
             header = dict(entry.header, compression="lz4" if compress else None,
                           size=None if compress else entry.size)
             mm = _files.map_file(entry.path)
             src = memoryview(mm)[entry.offset:entry.offset + entry.size]
             try:
-                size = self._write(path, header, lambda sink: sink.write(src), "disk", compress)
+                _, size = self._write(path, header, lambda sink: sink.write(src), "disk", compress)
             finally:
                 src.release()
                 del src

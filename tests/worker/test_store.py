@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import types
 import uuid
@@ -674,6 +675,80 @@ def test_write_behind_flushes_on_close_keeping_files_and_spills(dirs):
     for k, v in vals.items():
         np.testing.assert_array_equal(st2.recover(k), v)
     st2.close()
+
+
+class _BlockedWrites:
+    """Holds the write-behind thread inside its write (the store's lock released) until
+    ``go`` is set; ``started`` is set when it begins. Other threads' writes go through."""
+
+    def __init__(self, monkeypatch):
+        from mars_dask.spill import _files
+
+        self.started, self.go = threading.Event(), threading.Event()
+        real = _files.write_tmp
+
+        def write_tmp(*a, **kw):
+            if threading.current_thread().name.startswith("mars-dask-store"):
+                self.started.set()
+                assert self.go.wait(10)
+            return real(*a, **kw)
+
+        monkeypatch.setattr(_files, "write_tmp", write_tmp)
+
+    def wait_done(self, st, timeout=10):
+        deadline = time.monotonic() + timeout
+        while st._writing is not None or st._queue:
+            assert time.monotonic() < deadline, "write-behind did not finish"
+            time.sleep(0.01)
+
+
+@pytest.mark.parametrize("change", ["none", "delete", "replace", "spill", "close"])
+def test_write_behind_writes_without_the_lock(dirs, monkeypatch, change):
+    """The writer thread writes with the store's lock released: reads and stores go on
+    meanwhile, and a value deleted, replaced, spilled or closed during its write leaves
+    no stray file and the newer state wins."""
+    st, w = _write_behind_store(dirs, 0.05)
+    old, new = np.arange(1000.0), -np.arange(1000.0)
+    w.finished("k", 0.0, nbytes=old.nbytes)
+    st["k"] = old
+    blocked = _BlockedWrites(monkeypatch)
+    assert blocked.started.wait(10)
+    # the lock is free: another thread reads and stores (a synchronous write: scatter)
+    done = []
+    t = threading.Thread(target=lambda: done.append((st["k"] is old, st.__setitem__("s", old + 1))))
+    t.start()
+    t.join(10)
+    assert done == [(True, None)]
+    if change == "delete":
+        del st["k"]
+    elif change == "replace":
+        w.finished("k", 1.0, nbytes=new.nbytes)  # costly: written at once
+        st["k"] = new
+    elif change == "spill":
+        while st.tier_of("k") == "pending":
+            assert st.evict() > 0  # the LRU's least recent: "k", written to disk now
+    elif change == "close":
+        blocked.go.set()
+        st.close()
+        blocked.wait_done(st)
+        assert files_under(*st.dirs) == [] and not any(os.path.exists(d) for d in st.dirs)
+        return
+    blocked.go.set()
+    blocked.wait_done(st)
+    left = files_under(*st.dirs)
+    assert not [f for f in left if ".tmp-" in f]
+    if change == "delete":
+        assert "k" not in st and len(left) == 1  # "s" alone
+    else:
+        want, tier = {"none": (old, "shm"), "replace": (new, "shm"), "spill": (old, "disk")}[change]
+        assert st.tier_of("k") == tier and len(left) == 2
+        np.testing.assert_array_equal(st["k"], want)
+        st2 = make_store(dirs)
+        st.close(remove=False)
+        np.testing.assert_array_equal(st2.recover("k"), want)  # the file holds it too
+        st2.close()
+        return
+    st.close()
 
 
 def test_small_frames_are_held_as_they_are(dirs):
