@@ -24,7 +24,8 @@ with the fault-free run of the same system.
     its nanny SIGKILLed after iteration ``--iterations // 2 + 5``: iterations re-run.
 (f) fault-free wall time of the jobs: mars_dask jobs on the cluster with the plugins vs the
     same mars_dask jobs on the plain cluster (the plugins' overhead; target <= 1.05), and the
-    plain Dask version (for reference), after ``--warmup`` untimed runs of each; scheduler throughput on a ``--tasks``-task graph:
+    plain Dask version (for reference), after ``--warmup`` untimed runs of each, with the CPU
+    seconds of each run beside its wall time; scheduler throughput on a ``--tasks``-task graph:
     graph acceptance (as bench_tensor.py (d), on schedulers without workers, with and without
     ``--preload mars_dask``) and running a ``--run-tasks``-task graph on the workers (tasks/s).
 

@@ -696,10 +696,7 @@ class MarsStore(MutableMapping):
 
     def _unlink(self, entry: _Entry) -> None:
         if entry.path:
-            try:
-                os.unlink(entry.path)
-            except FileNotFoundError:
-                pass
+            _files.unlink_quietly(entry.path)
 
     def _scan(self) -> None:
         """Find a previous process's files: remove torn writes and unreadable files; a key
