@@ -246,9 +246,13 @@ def test_no_restart_falls_back_to_prioritized_recomputation(cli_cluster):
     import os
     import signal
 
-    nanny_pid = c.client.run(os.getppid, workers=[addr])[addr]
+    # both pids first: a worker whose nanny is gone may exit before it answers a run()
+    nanny_pid, worker_pid = c.client.run(lambda: (os.getppid(), os.getpid()), workers=[addr])[addr]
     os.kill(nanny_pid, signal.SIGKILL)  # first: a nanny killed second may start a replacement
-    c.kill_worker_process(name)
+    try:
+        os.kill(worker_pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # gone with its nanny already
     t0 = time.monotonic()
     c.wait(lambda: c.mars_stats()["recomputed"] >= held, 60, "fallback recomputation")
     assert time.monotonic() - t0 < 30  # not held for the 60 s grace period
