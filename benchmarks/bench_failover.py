@@ -288,9 +288,7 @@ class Bench:
             for name, params in jobs.items():
                 for cluster_system, job_system, _label in runs:
                     c = self.cluster(cluster_system)
-                    res = C.run_job(c, job_system, name, params, timeout=self.a.run_timeout)
-                    if not res.ok:
-                        raise RuntimeError(res.summary())
+                    self.run_fault_free(c, job_system, name, params)
                     C.settle(c.client)
         cpus = {}
         for rep in range(self.a.reps):
@@ -300,9 +298,7 @@ class Bench:
                 for cluster_system, job_system, label in (runs if rep % 2 == 0 else runs[::-1]):
                     c = self.cluster(cluster_system)
                     cpu0 = _cpu_seconds(c)
-                    res = C.run_job(c, job_system, name, params, timeout=self.a.run_timeout)
-                    if not res.ok:
-                        raise RuntimeError(res.summary())
+                    res = self.run_fault_free(c, job_system, name, params)
                     cpus.setdefault((name, label), []).append(_cpu_seconds(c) - cpu0)
                     walls.setdefault((name, label), []).append(res.wall)
                     C.settle(c.client)
@@ -334,6 +330,13 @@ class Bench:
                               "info", None))
         for system in ("mars", "plain"):
             self.drop(system)
+
+    def run_fault_free(self, c, job_system, name, params) -> C.RunResult:
+        """One fault-free run, which must succeed."""
+        res = C.run_job(c, job_system, name, params, timeout=self.a.run_timeout)
+        if not res.ok:
+            raise RuntimeError(res.summary())
+        return res
 
     def f_throughput(self):
         """Scheduler throughput: graph acceptance without workers, then running on workers."""

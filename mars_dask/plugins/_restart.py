@@ -446,7 +446,10 @@ class Recovery:
             return
         wr = ts.worker_restrictions
         if wr and any(str(r).startswith(P.HOLD_PREFIX) for r in wr):
-            wr = None  # a hold nobody owns any more (defensive): not the key's own
+            # a hold nobody owns any more: never the key's own restrictions. The holds'
+            # bookkeeping should make this impossible; say so if it happens
+            logger.warning("%s carries a stale hold %s: dropping it", ts.key, sorted(map(str, wr)))
+            wr = None
         d.saved[ts.key] = (wr, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions)
         ts.worker_restrictions = {P.HOLD_PREFIX + d.ident}
         ts.loose_restrictions = False

@@ -350,8 +350,9 @@ class MarsStore(MutableMapping):
     def _write_out(self, key, value, publish: bool):
         """Encode and write ``value`` to shared memory, else disk: ``(encoded, entry, tmp)``;
         ``publish=False`` leaves the file under its temporary name ``tmp`` (the writer
-        thread renames it under the lock). Changes no state of the store: the writer
-        thread calls it without the lock."""
+        thread renames it under the lock). Changes no state of the store (it takes the
+        lock only to create the directories on their first use): the writer thread calls it
+        without the lock."""
         enc = encode(value)
         new = tmp = None
         if (enc.size if enc.size is not None else enc.nbytes) <= self._lru.n:
