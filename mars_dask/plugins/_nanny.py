@@ -6,8 +6,8 @@ terminated it (``distributed.worker.memory.terminate``), and the RSS it last had
 scheduler plugin uses that to tell an out-of-memory death (retry the culprit alone) from
 an external kill (nobody is to blame) and from a crash (count it, as Dask does).
 
-A periodic callback samples the worker process (cheap: one ``psutil`` call) and notices
-its exit; the nanny's own restart logic is left untouched.
+A periodic callback samples the worker process (cheap: one read of its ``statm``, see
+``_rss.py``) and notices its exit; the nanny's own restart logic is left untouched.
 
 Scheduler loss: Dask's worker closes *and takes its nanny with it* when its connection to
 the scheduler breaks. With this plugin the worker plugin instead tells the nanny
@@ -31,6 +31,8 @@ from distributed.core import Status
 from distributed.diagnostics.plugin import NannyPlugin
 from tornado.ioloop import PeriodicCallback
 
+from ._rss import RSSReader
+
 logger = logging.getLogger("mars_dask.plugins")
 
 _UNSET = object()
@@ -46,7 +48,7 @@ class MarsNannyPlugin(NannyPlugin):
         self._pid = None
         self._addr = None
         self._rss = 0
-        self._ps = None  # psutil.Process of self._pid
+        self._read_rss = None  # RSSReader of self._pid
         self._recent: collections.deque = collections.deque()
         interval = parse_timedelta(dask.config.get("mars-dask.worker.monitor-interval"))
         self._pc = PeriodicCallback(self._poll, interval * 1000)
@@ -58,6 +60,8 @@ class MarsNannyPlugin(NannyPlugin):
 
     def teardown(self, nanny):
         self._pc.stop()
+        if self._read_rss is not None:
+            self._read_rss.close()
         if nanny.handlers.get("mars_scheduler_lost") == self._scheduler_lost:
             del nanny.handlers["mars_scheduler_lost"]
 
@@ -129,20 +133,22 @@ class MarsNannyPlugin(NannyPlugin):
             if code is not None or proc is not self._proc:
                 self._report(code)
                 self._proc = None
+                if self._read_rss is not None:
+                    self._read_rss.close()
+                    self._read_rss = None
         if self._proc is None and proc is not None and proc.pid is not None and proc.exitcode is None:
             self._proc, self._pid, self._rss = proc, proc.pid, 0
             self._recent.clear()
+            if self._read_rss is not None:
+                self._read_rss.close()
             try:
-                self._ps = psutil.Process(self._pid)  # once per process: building one reads /proc
+                self._read_rss = RSSReader(self._pid)  # once per process
             except psutil.Error:
-                self._ps = None
+                self._read_rss = None
         if self._proc is not None:
             self._addr = getattr(wp, "worker_address", None) or self._addr
-            if self._ps is None:
-                return
-            try:
-                rss = self._ps.memory_info().rss
-            except psutil.Error:
+            rss = self._read_rss() if self._read_rss is not None else None
+            if rss is None:
                 return
             now = time.monotonic()
             # a dying process reports a falling RSS: keep the peak of the last 2 s

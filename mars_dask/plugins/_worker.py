@@ -40,6 +40,7 @@ from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import _protocol as P
+from ._rss import RSSReader
 
 logger = logging.getLogger("mars_dask.plugins")
 
@@ -62,7 +63,7 @@ class _Sampler:
 
     def __init__(self, interval: float):
         self.interval = interval
-        self.proc = psutil.Process()
+        self._read_rss = RSSReader()
         self.lock = threading.Lock()
         self.running: dict = {}  # key -> [rss at start, peak rss]
         self.wake = threading.Event()
@@ -71,10 +72,7 @@ class _Sampler:
         self.thread.start()
 
     def rss(self) -> int:
-        try:
-            return self.proc.memory_info().rss
-        except psutil.Error:  # pragma: no cover
-            return 0
+        return self._read_rss() or 0
 
     def _run(self) -> None:
         last = self.rss()
