@@ -123,6 +123,12 @@ def _untuple(key):
 #: whatever its size), and holding both costs little memory at this size
 HOLD_AS_IS = 2**20
 
+#: the write-behind thread sleeps this much past the next due time, and then handles every
+#: value due by then: one wake-up (taking the GIL from the task thread and the event loop)
+#: per burst of results instead of one per result, most of which were deleted before
+#: their write was due
+WRITE_BEHIND_SLACK = 0.05
+
 #: held in the LRU in place of a written frame that was not re-read yet: building frames
 #: from a file is not free (each block, each frame of a tuple), so it is done when the value
 #: is first read, not when it is written; most long-lived results are read once or never
@@ -391,17 +397,21 @@ class MarsStore(MutableMapping):
         """The size of the value being stored if its write may wait (a task result cheaper
         than ``write_delay_max_compute`` to compute, or a copy fetched from another worker),
         else None.
-        The worker's TaskState has the compute time and size when the result is stored."""
+        The worker's TaskState says which when the value is stored: a fetched copy is still
+        in state ``flight`` (Dask records the transfer's time on the task that needed it,
+        not on the key), a task result has its compute time as its last ``startstops``."""
         if self.write_delay <= 0 or self._closed:
             return None
         w = self._worker() if self._worker else None
         ts = w.state.tasks.get(key) if w is not None else None
-        if ts is None or not ts.startstops or ts.nbytes is None:
+        if ts is None or ts.nbytes is None:
+            return None
+        if ts.state == "flight" or (ts.state == "resumed" and ts.previous == "flight"):
+            return int(ts.nbytes)
+        if not ts.startstops:
             return None
         last = ts.startstops[-1]
-        if last["action"] == "compute" and last["stop"] - last["start"] >= self.write_delay_max_compute:
-            return None
-        if last["action"] not in ("compute", "transfer"):
+        if last["action"] != "compute" or last["stop"] - last["start"] >= self.write_delay_max_compute:
             return None
         return int(ts.nbytes)
 
@@ -419,7 +429,7 @@ class MarsStore(MutableMapping):
                 due, key, entry = self._queue[0]
                 wait = due - time.monotonic()
                 if wait > 0:
-                    self._queued.wait(wait)
+                    self._queued.wait(wait + WRITE_BEHIND_SLACK)
                     continue
                 self._queue.popleft()
                 if not self._is_pending(key, entry):

@@ -445,6 +445,33 @@ def test_cluster_results_held_in_store_and_removed_on_close(dirs):
     assert not os.path.exists(spill) or os.listdir(spill) == []
 
 
+def test_transferred_copies_are_written_behind(dirs):
+    """On a real cluster, a result fetched from another worker is held pending like a cheap
+    task result, not written at once in the worker's event loop (Dask stores it while the
+    key is in flight and records no startstops on it)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    shm, spill = dirs
+    cfg = {"mars-dask.store.directory": shm, "mars-dask.store.spill-directory": spill,
+           "mars-dask.store.write-delay": "60s"}
+    with dask.config.set(cfg):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, data=MarsStore,
+                          memory_limit="1GiB", dashboard_address=":0", host="127.0.0.1") as cluster, \
+                Client(cluster) as client:
+            a, b = sorted(client.scheduler_info()["workers"])
+            x = client.submit(np.arange, 100_000, workers=[a], key="x")
+            y = client.submit(np.sum, x, workers=[b], key="y")
+            assert y.result() == np.arange(100_000).sum()
+
+            def tiers(dask_worker):
+                return {k: dask_worker.data.tier_of(k) for k in dask_worker.data}
+
+            got = client.run(tiers)
+            assert got[a] == {"x": "pending"}
+            assert got[b] == {"x": "pending", "y": "pending"}, got
+
+
 # -- disk-tier I/O: parallel O_DIRECT requests, recycled read buffers --------------------
 ODD_SIZES = [0, 1, 4095, 4096, 4097, 3 * 65536 + 5, MiB + 123, 5 * MiB + 7]
 
@@ -619,15 +646,23 @@ def test_sequences_of_arrays_and_frames(dirs):
 
 
 class _FakeWorker:
-    """What the store reads of its worker when a result is stored: the TaskState's compute
-    time (startstops) and size."""
+    """What the store reads of its worker when a result is stored: the TaskState's state,
+    compute time (startstops) and size (as Dask's are when it stores a value: see
+    test_transferred_copies_are_written_behind for the real ones)."""
 
     def __init__(self):
         self.state = types.SimpleNamespace(tasks={})
 
-    def finished(self, key, seconds, nbytes=800, action="compute"):
+    def finished(self, key, seconds, nbytes=800):
         self.state.tasks[key] = types.SimpleNamespace(
-            startstops=[{"action": action, "start": 10.0, "stop": 10.0 + seconds}], nbytes=nbytes)
+            state="executing", previous=None, nbytes=nbytes,
+            startstops=[{"action": "compute", "start": 10.0, "stop": 10.0 + seconds}])
+
+    def fetched(self, key, nbytes=800):
+        """A copy received from another worker: Dask stores it while the key is in flight,
+        and records the transfer's time on the task that needed it, not on the key."""
+        self.state.tasks[key] = types.SimpleNamespace(state="flight", previous=None, nbytes=nbytes,
+                                                      startstops=[])
 
 
 def _write_behind_store(dirs, delay):
@@ -643,8 +678,11 @@ def test_write_behind_skips_short_lived_results(dirs):
     w.finished("cheap", 0.001)
     w.finished("costly", 1.0)
     w.finished("mid", 0.25)  # under the delay, over write_delay_max_compute (0.2 s)
-    st["cheap"], st["costly"], st["scattered"], st["mid"] = x, y, x + 1, y + 1
+    w.fetched("copy")
+    st["cheap"], st["costly"], st["scattered"], st["mid"], st["copy"] = x, y, x + 1, y + 1, x + 2
     assert st.tier_of("cheap") == "pending" and st.path_of("cheap") is None
+    assert st.tier_of("copy") == "pending"
+    del st["copy"]
     assert st.tier_of("mid") == "shm"
     assert st["cheap"] is x  # the object itself until it is written
     assert st.tier_of("costly") == "shm" and st.tier_of("scattered") == "shm"  # written at once
