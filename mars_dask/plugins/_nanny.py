@@ -139,10 +139,8 @@ class MarsNannyPlugin(NannyPlugin):
         if self._proc is None and proc is not None and proc.pid is not None and proc.exitcode is None:
             self._proc, self._pid, self._rss = proc, proc.pid, 0
             self._recent.clear()
-            if self._read_rss is not None:
-                self._read_rss.close()
             try:
-                self._read_rss = RSSReader(self._pid)  # once per process
+                self._read_rss = RSSReader(self._pid)  # once per process (closed at its exit)
             except psutil.Error:
                 self._read_rss = None
         if self._proc is not None:

@@ -25,7 +25,8 @@ then :meth:`MarsStore.discard_existing` for the rest.
 
 Write-behind (``write-delay``): a result that took less than ``write-delay-max-compute`` to
 compute is held in the process (tier ``pending``) and written by a background thread once
-it is ``write-delay`` old, unless it has been deleted by then. Most intermediate results of
+it is ``write-delay`` old (up to ``WRITE_BEHIND_SLACK`` later: due writes are handled in
+bursts), unless it has been deleted by then. Most intermediate results of
 a pipeline (and each iteration's result in a loop ``x = f(x).execute()``) are consumed and
 released within a second, so they never cost a write (writing to /dev/shm costs about
 1 ms/MB here, as much as many small tasks take to compute); a SIGKILL loses only results
