@@ -65,7 +65,7 @@ class _Sampler:
         self.interval = interval
         self._read_rss = RSSReader()
         self.lock = threading.Lock()
-        self.running: dict = {}  # key -> [rss at start, peak rss]
+        self.running: dict = {}  # key -> [growth attributed so far, its peak]
         self.wake = threading.Event()
         self.stopped = False
         self.thread = threading.Thread(target=self._run, name="mars-dask-rss", daemon=True)
