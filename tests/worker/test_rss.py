@@ -46,3 +46,74 @@ def test_no_such_process():
     p.wait(10)
     with pytest.raises(psutil.NoSuchProcess):
         RSSReader(p.pid)
+
+
+# -- the worker plugin's per-task sampler ----------------------------------------------
+
+
+def test_sampler_measures_a_short_task_from_its_start_and_end():
+    """A task shorter than the interval is never sampled by the thread: its figure comes
+    from the reads at its start and end (the output it keeps is in RSS at its end)."""
+    from mars_dask.plugins._worker import _Sampler
+
+    s = _Sampler(interval=3600.0)
+    try:
+        s.start("k")
+        a = np.ones(64 * 2**20, dtype=np.uint8)
+        used = s.stop("k")
+        assert used >= 60 * 2**20, used
+        assert s.stop("k") is None  # not running any more
+        del a
+    finally:
+        s.close()
+
+
+def test_sampler_catches_a_peak_inside_a_long_task_and_shares_it():
+    """The thread samples while tasks run: a 64 MiB peak that is gone before the task ends
+    is in its figure; growth while two tasks run is shared between them."""
+    import time
+
+    from mars_dask.plugins._worker import _Sampler
+
+    s = _Sampler(interval=0.01)
+    try:
+        s.start("long")
+        a = np.ones(64 * 2**20, dtype=np.uint8)
+        time.sleep(0.2)
+        del a  # numpy returns a buffer this big to the OS at once
+        time.sleep(0.05)
+        assert s.stop("long") >= 60 * 2**20
+
+        s.start("x")
+        s.start("y")
+        b = np.ones(64 * 2**20, dtype=np.uint8)
+        x, y = s.stop("x"), s.stop("y")
+        assert x >= 30 * 2**20 and y >= 30 * 2**20 and x + y <= 80 * 2**20, (x, y)
+        del b
+    finally:
+        s.close()
+
+
+def test_sampler_thread_sleeps_while_no_task_runs():
+    """Between busy periods the thread waits for the next start instead of waking every
+    interval (each wake takes the GIL)."""
+    import time
+
+    from mars_dask.plugins._worker import _Sampler
+
+    s = _Sampler(interval=0.005)
+    try:
+        s.start("k")
+        s.stop("k")
+        time.sleep(0.1)  # the thread notices the busy period is over
+        calls = []
+        orig = s._sample
+        s._sample = lambda: (calls.append(1), orig())
+        time.sleep(0.2)
+        assert calls == []  # 40 intervals, no sample
+        s.start("k2")
+        time.sleep(0.1)
+        assert len(calls) >= 3  # the start's read, then the thread's
+        s.stop("k2")
+    finally:
+        s.close()
