@@ -9,6 +9,13 @@ while their estimates fit in the ``mars-memory`` it advertises, and a task estim
 the quota takes the whole quota, i.e. runs alone. Without any worker advertising the
 resource nothing is restricted (plain Dask workers run the graph as Dask would).
 
+Nor is anything restricted while every such worker has a single thread: there a task always
+runs alone, so a restriction could not change what runs, and it would cost what Dask does
+differently for restricted tasks (it never queues them on the scheduler, where it otherwise
+holds root tasks back until a thread is free, and it checks them against the workers'
+resources at every decision). This is decided for each graph when it arrives: a
+multi-threaded worker that joins later runs the earlier graphs' tasks unrestricted.
+
 Estimates improve as chunks finish: the worker plugin reports what each task used and
 the first report for a tileable (and any later, larger one) re-estimates the chunks of
 that tileable that are not running yet.
@@ -38,6 +45,7 @@ class Quota:
         self.pending: dict[str, set] = {}  # tileable -> keys restricted, not finished
         self.exclusive: set = set()  # keys that must run with the whole quota
         self._last_quota = 0
+        self._last_concurrent = True
 
     def quota(self) -> int:
         """The largest ``mars-memory`` any worker advertises (0: quota admission off);
@@ -46,6 +54,16 @@ class Quota:
         if dr:
             self._last_quota = int(max(dr.values()))
         return self._last_quota
+
+    def concurrent(self) -> bool:
+        """Whether some worker advertising the quota runs several tasks at once (only there
+        can a restriction change what runs); while no worker is connected, the last answer."""
+        dr = self.scheduler.resources.get(P.RESOURCE)
+        workers = self.scheduler.workers
+        seen = [ws.nthreads for addr in (dr or ()) if (ws := workers.get(addr)) is not None]
+        if seen:
+            self._last_concurrent = max(seen) > 1
+        return self._last_concurrent
 
     def estimate(self, ts) -> int | None:
         ann = ts.annotations or {}
@@ -75,7 +93,7 @@ class Quota:
         if not mem or not self.enabled:
             return
         quota = self.quota()
-        if quota <= 0:
+        if quota <= 0 or not self.concurrent():
             return
         tasks = self.scheduler.tasks
         for key in mem:

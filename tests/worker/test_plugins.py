@@ -201,6 +201,33 @@ def test_restrictions_from_update_graph_bound_concurrency(cli_cluster):
     assert any(s2 < e1 - 0.2 for (_, e1), (s2, _) in zip(ib, ib[1:])), ib
 
 
+def _restricted_and_queued(dask_scheduler, name):
+    mine = [ts for k, ts in dask_scheduler.tasks.items() if name in str(k)]
+    return (sum(1 for ts in mine if (ts.resource_restrictions or {}).get("mars-memory")),
+            sum(1 for ts in mine if ts.state == "queued"), len(mine))
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_restrictions_only_where_tasks_can_run_together(cli_cluster, nthreads):
+    """A worker with one thread runs every task alone: estimates become no restriction there,
+    and Dask queues the root tasks as it would without mars_dask (it never queues restricted
+    ones). With two threads they are restricted."""
+    c = cli_cluster(mars=True, n_workers=1, nthreads=nthreads, memory_limit="2GiB", env=MARS_ENV)
+    a = memory_hint(elementwise(K.block, mt.ones(12, chunk_size=1), dtype=float, delay=0.3), 100 * 2**20)
+    t, box = _run_in_thread(mars_dask.execute, a)
+    name = a.data.key
+    c.wait(lambda: c.client.run_on_scheduler(_restricted_and_queued, name=name)[2] >= 12, 60, "the graph")
+    restricted, queued, n = c.client.run_on_scheduler(_restricted_and_queued, name=name)
+    t.join(120)
+    assert not t.is_alive() and "error" not in box, box
+    assert (a.fetch() == 1).all()
+    if nthreads == 1:
+        assert restricted == 0 and queued >= 8, (restricted, queued, n)
+    else:
+        assert restricted == n and queued == 0, (restricted, queued, n)
+
+
 @pytest.mark.timeout(300)
 def test_earlier_graph_runs_first(cli_cluster):
     """Mars order on a 1-thread worker: of two graphs submitted while the worker is busy,
