@@ -6,7 +6,9 @@
 - Measuring: a sampler thread follows the process RSS while tasks execute; when a task
   ends the plugin tells the scheduler what it used (peak RSS during the task minus RSS at
   its start, at least its output's size) so later chunks of the same tileable get a
-  better estimate. It also reports task starts: the scheduler needs to know which tasks
+  better estimate. Only a worker with several threads measures: one with a single thread
+  runs every task alone, so no restriction applies there (see ``_quota.py``), and the
+  reads would cost its event loop a GIL hand-over at each task start and end. It also reports task starts: the scheduler needs to know which tasks
   were *executing* (not merely queued) on a process that dies, to tell culprits from
   bystanders.
 - Restart: a process started by the nanny after its predecessor died finds the
@@ -179,7 +181,9 @@ class _State:
     def __init__(self, worker, quota: int):
         self.worker = worker
         self.quota = quota
-        self.sampler = _Sampler(parse_timedelta(dask.config.get("mars-dask.worker.sample-interval")))
+        self.sampler = None  # only where tasks run together (see the module docstring)
+        if worker.state.nthreads > 1:
+            self.sampler = _Sampler(parse_timedelta(dask.config.get("mars-dask.worker.sample-interval")))
         self.enabled = False  # the scheduler has the mars_dask plugin (hello answered)
         self.task = None
 
@@ -243,7 +247,8 @@ class MarsWorkerPlugin(WorkerPlugin):
         if worker.status not in (Status.closing, Status.closed, Status.closing_gracefully, Status.failed):
             return  # replaced by another instance of this plugin: keep the state
         st = self.st
-        st.sampler.close()
+        if st.sampler is not None:
+            st.sampler.close()
         if st.enabled and not getattr(worker, "_mars_dask_scheduler_lost", False):
             # A clean close (the store removes its files): the scheduler must not wait
             # for a restart of this process.
@@ -294,9 +299,10 @@ class MarsWorkerPlugin(WorkerPlugin):
         if not st.enabled:
             return
         if finish == "executing":
-            st.sampler.start(key)
+            if st.sampler is not None:
+                st.sampler.start(key)
             st.worker.batched_send({"op": P.OP_STARTED, "key": key})
-        elif start in ("executing", "long-running"):
+        elif start in ("executing", "long-running") and st.sampler is not None:
             used = st.sampler.stop(key)
             if finish != "memory" or used is None:
                 return

@@ -211,8 +211,9 @@ def _restricted_and_queued(dask_scheduler, name):
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_restrictions_only_where_tasks_can_run_together(cli_cluster, nthreads):
     """A worker with one thread runs every task alone: estimates become no restriction there,
-    and Dask queues the root tasks as it would without mars_dask (it never queues restricted
-    ones). With two threads they are restricted."""
+    Dask queues the root tasks as it would without mars_dask (it never queues restricted
+    ones), and the worker does not measure its tasks. With two threads they are restricted
+    and measured."""
     c = cli_cluster(mars=True, n_workers=1, nthreads=nthreads, memory_limit="2GiB", env=MARS_ENV)
     a = memory_hint(elementwise(K.block, mt.ones(12, chunk_size=1), dtype=float, delay=0.3), 100 * 2**20)
     t, box = _run_in_thread(mars_dask.execute, a)
@@ -222,10 +223,13 @@ def test_restrictions_only_where_tasks_can_run_together(cli_cluster, nthreads):
     t.join(120)
     assert not t.is_alive() and "error" not in box, box
     assert (a.fetch() == 1).all()
+    observed = c.mars_stats()["observed"]
     if nthreads == 1:
         assert restricted == 0 and queued >= 8, (restricted, queued, n)
+        assert observed == {}  # nor does the worker measure what its tasks used
     else:
         assert restricted == n and queued == 0, (restricted, queued, n)
+        assert name in observed, observed
 
 
 @pytest.mark.timeout(300)
