@@ -68,9 +68,10 @@ class _Sampler:
     sample: every wake of the thread hands the GIL back and forth with the task thread and
     the event loop, which on a loaded machine can cost milliseconds of wall time (in a loop
     of 100 small graphs the median iteration took 169 ms with the thread sampling from each
-    task's start every 20 ms, 138 ms with it sampling once a second). A task shorter than
-    the interval is measured from its start and end reads alone; the thread samples only
-    while tasks run, to catch peaks that end before their task does."""
+    task's start every 20 ms, 138 ms with it sampling once a second: one run, on a loaded
+    machine). A task shorter than the interval is measured from its start and end reads
+    alone; the thread samples only while tasks run, to catch peaks that end before their
+    task does. Only workers with several threads measure (see the module docstring)."""
 
     def __init__(self, interval: float):
         self.interval = interval
