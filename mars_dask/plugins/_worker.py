@@ -8,9 +8,9 @@
   its start, at least its output's size) so later chunks of the same tileable get a
   better estimate. Only a worker with several threads measures: one with a single thread
   runs every task alone, so no restriction applies there (see ``_quota.py``), and the
-  reads would cost its event loop a GIL hand-over at each task start and end. It also reports task starts: the scheduler needs to know which tasks
-  were *executing* (not merely queued) on a process that dies, to tell culprits from
-  bystanders.
+  reads would cost its event loop a GIL hand-over at each task start and end. It also
+  reports task starts: the scheduler needs to know which tasks were *executing* (not
+  merely queued) on a process that dies, to tell culprits from bystanders.
 - Restart: a process started by the nanny after its predecessor died finds the
   predecessor's results in the node-local store (``MarsStore.existing_keys``). It asks
   the scheduler which of them are still wanted, adopts those into the worker's state
