@@ -60,3 +60,35 @@ class MarsNoWorkersError(MarsDaskError):
 class LineageLostError(MarsDaskError):
     """A graph needs keys that the cluster no longer holds and whose lineage the failover
     journal cannot rebuild (neither alive, journaled nor checkpointed)."""
+
+
+class UnsafeDirectoryError(MarsDaskError, PermissionError):
+    """A directory (or file) mars_dask would use is not private to this user: owned by
+    someone else, writable by group or others, or a symlink (see ``mars_dask._safe_files``).
+    Nothing is read from it or written to it."""
+
+    def __init__(self, path, why):
+        super().__init__(path, why)
+        self.path, self.why = path, why
+
+    def __str__(self) -> str:
+        return (f"refusing to use {self.path!r}: it {self.why}; remove it or choose another "
+                f"directory (mars-dask.* directory settings)")
+
+
+class DataIntegrityError(StoreCorruptError):
+    """A file's payload does not match its checksum or its authentication code, or is
+    shorter than its header says: the data is treated as lost (recomputed from lineage where
+    lineage exists). Names the key and the file."""
+
+    def __init__(self, key, path, why):
+        super().__init__(key, path, why)
+        self.key, self.path, self.why = key, path, why
+
+    def __str__(self) -> str:
+        return f"data of key {self.key!r} in {self.path!r} is damaged: {self.why}"
+
+
+class ImpureTaskLostError(MarsDaskError):
+    """The result of an operand marked impure (it has side effects, e.g. writes a file) was
+    lost and would have to run a second time: it is not re-run."""

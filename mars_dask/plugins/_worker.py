@@ -283,8 +283,9 @@ class MarsWorkerPlugin(WorkerPlugin):
             for k in wanted:
                 try:
                     values[k] = store.recover(k)
-                except Exception as e:
+                except Exception as e:  # e.g. a damaged file: recomputed instead
                     logger.warning("could not recover %r from the store: %s", k, e)
+                    unwanted.append(k)
             w.update_data(values, stimulus_id=f"mars-recover-{time.time()}")
             adopted = list(values)
         if unwanted:

@@ -1,6 +1,13 @@
 """Codecs turning a value into a file payload and back.
 
-- ``numpy``: a plain ndarray of a non-object dtype is its raw buffer (C order; an F-ordered
+Metadata (what goes into a file's header) is plain values only -- dtypes as strings, labels
+and names as str/int/float/bool/None and tuples of them -- so that nothing read back from a
+file can run code (no pickle: ``_safe_files``). A value whose labels or names are not plain
+(a Timestamp column label, say) is not declined: it goes through the ``dask`` codec, whose
+bytes are in the payload, which the file's checksum (and, for checkpoints, MAC) covers.
+
+- ``numpy``: a plain ndarray of a fixed-size dtype (bool, numbers, datetime64/timedelta64,
+  bytes/str, structured without objects) is its raw buffer (C order; an F-ordered
   array is stored as its C-ordered transpose, any other layout is made contiguous) plus a
   small header (dtype, shape, order). Decoding is ``np.frombuffer`` on the file's memory
   map: zero copy, and **read-only** -- a kernel that writes into an input must copy it.
@@ -12,7 +19,7 @@
 - ``blocks``: a pandas DataFrame / Series whose data and index are plain numpy (numeric,
   bool, datetime64/timedelta64 columns; a RangeIndex or a plain numeric Index), which is
   what most chunks are: each of pandas' own blocks is stored as its raw buffer (as ``numpy``
-  does), the column labels and small metadata pickled in the header. Decoding builds the
+  does), the column labels (plain values, see above) and small metadata in the header. Decoding builds the
   frame from views of the map (``pandas.api.internals.create_dataframe_from_blocks``):
   tens of microseconds, where a round trip through Arrow's pandas metadata costs over a
   millisecond per value whatever its size -- paid for every task result on a worker.
@@ -27,12 +34,13 @@ prefixed by its raw and compressed lengths; decoding then needs a private buffer
 
 from __future__ import annotations
 
+import ast
 import math
-import pickle
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import msgpack
 import numpy as np
 
 _ARROW_TYPES: tuple = ()
@@ -56,6 +64,82 @@ class Encoded:
     size: int | None = None           # payload bytes, when known up front
 
 
+# -- plain metadata -------------------------------------------------------------------------
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+_RAW_KINDS = "biufcmMSUV"  # fixed-size dtypes whose bytes are the values (not "O", "T")
+
+
+class _NotPlain(Exception):
+    """A label, name or dtype that plain metadata cannot carry exactly."""
+
+
+def _plain(v):
+    """``v`` if it is a plain label (str/int/float/bool/None, or a tuple of those), else
+    raise :class:`_NotPlain` (numpy scalars, Timestamps, ... keep their type only through
+    Dask's serialization)."""
+    t = type(v)
+    if t in _PLAIN_SCALARS:
+        if t is int and not -2**63 <= v < 2**64:
+            raise _NotPlain(v)
+        return v
+    if t is tuple:
+        return tuple(_plain(x) for x in v)
+    raise _NotPlain(v)
+
+
+def _unplain(v):
+    """msgpack gives tuples back as lists; labels are never lists (unhashable)."""
+    return tuple(_unplain(x) for x in v) if isinstance(v, list) else v
+
+
+def _dtype_meta(dtype: np.dtype) -> str:
+    """A numpy dtype as a string that :func:`_dtype_of` turns back into it: ``dtype.str`` for
+    a simple dtype, else the literal of its ``descr`` (as the ``.npy`` format stores it)."""
+    if dtype.fields is None and dtype.subdtype is None:
+        return dtype.str
+    return repr(np.lib.format.dtype_to_descr(dtype))
+
+
+def _dtype_of(s: str) -> np.dtype:
+    if s[:1] in "[(":
+        return np.lib.format.descr_to_dtype(ast.literal_eval(s))  # literals only, no code
+    return np.dtype(s)
+
+
+def _index_meta(index) -> dict:
+    """Plain metadata of a (column) Index, or raise :class:`_NotPlain`."""
+    import pandas as pd
+    from pandas.api.types import pandas_dtype
+
+    if type(index) is pd.RangeIndex:
+        return {"range": [index.start, index.stop, index.step], "name": _plain(index.name)}
+    if type(index) is pd.MultiIndex:
+        return {"levels": [_index_meta(lvl) for lvl in index.levels],
+                "codes": [c.tolist() for c in index.codes], "names": [_plain(n) for n in index.names]}
+    if type(index) is not pd.Index:
+        raise _NotPlain(type(index))
+    dtype = str(index.dtype)
+    try:
+        same = pandas_dtype(dtype) == index.dtype
+    except TypeError:
+        same = False
+    if not same:
+        raise _NotPlain(index.dtype)
+    return {"values": [_plain(v) for v in index.tolist()], "dtype": dtype, "name": _plain(index.name)}
+
+
+def _index_of(meta: dict):
+    import pandas as pd
+
+    if "range" in meta:
+        return pd.RangeIndex(*meta["range"], name=_unplain(meta["name"]))
+    if "levels" in meta:
+        return pd.MultiIndex(levels=[_index_of(m) for m in meta["levels"]], codes=meta["codes"],
+                             names=[_unplain(n) for n in meta["names"]], verify_integrity=False)
+    values = [_unplain(v) for v in meta["values"]]
+    return pd.Index(values, dtype=meta["dtype"], name=_unplain(meta["name"]), tupleize_cols=False)
+
+
 # -- numpy ------------------------------------------------------------------------------
 def _raw_bytes(x: np.ndarray) -> tuple[np.ndarray, str]:
     """``x``'s bytes without a copy when it is contiguous: (uint8 view, "C" or "F"; an
@@ -71,7 +155,7 @@ def _raw_bytes(x: np.ndarray) -> tuple[np.ndarray, str]:
 
 def _encode_numpy(x: np.ndarray) -> Encoded:
     raw, order = _raw_bytes(x)
-    meta = {"dtype": pickle.dumps(x.dtype, protocol=5), "shape": list(x.shape), "order": order}
+    meta = {"dtype": _dtype_meta(x.dtype), "shape": list(x.shape), "order": order}
     return Encoded("numpy", meta, x.nbytes, lambda sink: sink.write(raw), raw.nbytes)
 
 
@@ -86,10 +170,34 @@ def _array_view(buf, offset: int, count: int, dtype: np.dtype, shape: tuple, ord
 
 
 def _decode_numpy(meta: dict, buf, offset: int, size: int) -> np.ndarray:
-    return _array_view(buf, offset, size, pickle.loads(meta["dtype"]), tuple(meta["shape"]), meta["order"])
+    return _array_view(buf, offset, size, _dtype_of(meta["dtype"]), tuple(meta["shape"]), meta["order"])
 
 
 # -- pandas via Arrow -------------------------------------------------------------------
+def _arrow_dtype_ok(dtype) -> bool:
+    """Whether Arrow gives a column of ``dtype`` back with that same dtype: numpy numbers,
+    bool and datetimes, pandas' masked, Arrow-backed, categorical, tz-aware, interval and
+    period dtypes; not object, not Python-backed strings (they come back Arrow-backed), not
+    sparse (Arrow refuses it)."""
+    import pandas as pd
+
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "biufcmM"
+    if isinstance(dtype, pd.StringDtype):
+        return dtype.storage == "pyarrow"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return dtype.categories is not None and _arrow_dtype_ok(dtype.categories.dtype)
+    return isinstance(dtype, (pd.ArrowDtype, pd.DatetimeTZDtype, pd.IntervalDtype, pd.PeriodDtype,
+                              *_masked_dtypes()))
+
+
+def _masked_dtypes() -> tuple:
+    import pandas as pd
+
+    return (pd.BooleanDtype, pd.Float32Dtype, pd.Float64Dtype,
+            *(getattr(pd, f"{s}Int{b}Dtype") for s in ("", "U") for b in (8, 16, 32, 64)))
+
+
 def _arrow_eligible(x) -> bool:
     import pandas as pd
 
@@ -103,12 +211,14 @@ def _arrow_eligible(x) -> bool:
         dtypes = list(x.dtypes)
     elif isinstance(x, pd.Series):
         dtypes = [x.dtype]
+    elif type(x) is pd.RangeIndex:  # an index alone: Arrow would keep its length as rows
+        return False
     else:
         dtypes = []
     index = x if isinstance(x, pd.Index) else x.index
     levels = index.levels if isinstance(index, pd.MultiIndex) else [index]
     dtypes += [lvl.dtype for lvl in levels]
-    return not any(d == object for d in dtypes)
+    return all(_arrow_dtype_ok(d) for d in dtypes)
 
 
 def _arrow_table(df):
@@ -154,11 +264,16 @@ def _encode_arrow(x) -> Encoded | None:
             table = pa.Table.from_pandas(df, preserve_index=None)
     except (pa.ArrowException, TypeError, ValueError):
         return None
-    meta = {"form": form, "name": pickle.dumps(name, protocol=5),
-            # Arrow keeps the values of a DatetimeIndex/TimedeltaIndex, not its freq
-            "freq": getattr(df.index, "freqstr", None)}
-    if form == "index":
-        meta["index_name"] = pickle.dumps(x.name, protocol=5)
+    try:
+        meta = {"form": form, "name": _plain(name),
+                # Arrow keeps the values of a DatetimeIndex/TimedeltaIndex, not its freq
+                "freq": getattr(df.index, "freqstr", None)}
+        if form == "index":
+            meta["index_name"] = _plain(x.name)
+        else:  # Arrow keeps labels as strings: the labels themselves are restored exactly
+            meta["columns"] = _columns_blob(df.columns)
+    except _NotPlain:
+        return None
 
     def write(sink):
         with pa.ipc.new_file(pa.PythonFile(sink, mode="w"), table.schema) as w:
@@ -175,14 +290,16 @@ def _decode_arrow(meta: dict, buf, offset: int, size: int):
     if meta.get("freq"):
         df.index = type(df.index)(df.index, freq=meta["freq"])
     form = meta["form"]
+    if "columns" in meta:
+        df.columns = _columns(meta["columns"])
     if form == "frame":
         return _copy_on_write(df)
     if form == "series":
         s = df["__series__"]
-        s.name = pickle.loads(meta["name"])
+        s.name = _unplain(meta["name"])
         return _copy_on_write(s)
     idx = df.index
-    idx.name = pickle.loads(meta["index_name"]) if idx.nlevels == 1 else idx.name
+    idx.name = _unplain(meta["index_name"]) if idx.nlevels == 1 else idx.name
     return idx
 
 
@@ -222,19 +339,22 @@ def _encode_blocks(x) -> Encoded | None:
 
     if not _plain_index(x.index):
         return None
-    if isinstance(x, pd.DataFrame):
-        arrays = [(_ndarray(b.values), b.mgr_locs.as_array) for b in x._mgr.blocks]
-        if not all(v is not None and v.ndim == 2 for v, _ in arrays):
-            return None
-        meta = {"form": "frame", "columns": pickle.dumps(x.columns, protocol=5)}
-    else:
-        values = _ndarray(x._values)
-        if values is None or values.ndim != 1:
-            return None
-        arrays = [(values, None)]
-        meta = {"form": "series", "name": pickle.dumps(x.name, protocol=5)}
-    index = x.index
-    meta["index_name"] = pickle.dumps(index.name, protocol=5)
+    try:
+        if isinstance(x, pd.DataFrame):
+            arrays = [(_ndarray(b.values), b.mgr_locs.as_array) for b in x._mgr.blocks]
+            if not all(v is not None and v.ndim == 2 for v, _ in arrays):
+                return None
+            meta = {"form": "frame", "columns": _columns_blob(x.columns)}
+        else:
+            values = _ndarray(x._values)
+            if values is None or values.ndim != 1:
+                return None
+            arrays = [(values, None)]
+            meta = {"form": "series", "name": _plain(x.name)}
+        index = x.index
+        meta["index_name"] = _plain(index.name)
+    except _NotPlain:
+        return None
     if type(index) is pd.RangeIndex:
         meta["range"] = [index.start, index.stop, index.step]
     else:
@@ -278,9 +398,9 @@ def _decode_blocks(meta: dict, buf, offset: int, size: int):
             blocks.append((values, np.asarray(place, dtype=np.intp)))
     if index is None:
         index = pd.RangeIndex(*meta["range"])
-    index.name = pickle.loads(meta["index_name"])
+    index.name = _unplain(meta["index_name"])
     if meta["form"] == "series":
-        return _copy_on_write(pd.Series(data, index=index, name=pickle.loads(meta["name"]), copy=False))
+        return _copy_on_write(pd.Series(data, index=index, name=_unplain(meta["name"]), copy=False))
     return _copy_on_write(create_dataframe_from_blocks(blocks, index=index, columns=_columns(meta["columns"])))
 
 
@@ -294,16 +414,30 @@ def _copy_on_write(obj):
 
 
 _COLUMNS: dict = {}
+_COLUMN_BLOBS: dict = {}
 
 
-def _columns(pickled: bytes):
-    """Column labels, unpickled once per distinct set: the chunks of a tileable share them
+def _columns_blob(columns) -> bytes:
+    """The column labels as msgpack bytes of :func:`_index_meta` (raises _NotPlain);
+    computed once per Index object in a row (the chunks of a tileable share theirs)."""
+    cached = _COLUMN_BLOBS.get(id(columns))
+    if cached is not None and cached[0] is columns:
+        return cached[1]
+    blob = msgpack.packb(_index_meta(columns), use_bin_type=True)
+    if len(_COLUMN_BLOBS) >= 256:
+        _COLUMN_BLOBS.clear()
+    _COLUMN_BLOBS[id(columns)] = (columns, blob)
+    return blob
+
+
+def _columns(blob: bytes):
+    """Column labels, decoded once per distinct set: the chunks of a tileable share them
     (an Index is immutable, so frames may share one object, as pandas' own operations do)."""
-    cols = _COLUMNS.get(pickled)
+    cols = _COLUMNS.get(blob)
     if cols is None:
         if len(_COLUMNS) >= 256:
             _COLUMNS.clear()
-        cols = _COLUMNS[pickled] = pickle.loads(pickled)
+        cols = _COLUMNS[blob] = _index_of(msgpack.unpackb(blob, raw=False))
     return cols
 
 
@@ -313,7 +447,7 @@ _SEQ_MAX = 65536
 
 def _encode_item(x) -> Encoded | None:
     """A plain numpy array, or a frame / Series of pandas blocks; else None."""
-    if type(x) in (np.ndarray, np.memmap) and not x.dtype.hasobject:
+    if type(x) in (np.ndarray, np.memmap) and x.dtype.kind in _RAW_KINDS and not x.dtype.hasobject:
         return _encode_numpy(x)
     if type(x) in _pandas_types()[:2]:
         return _encode_blocks(x)

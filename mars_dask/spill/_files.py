@@ -3,8 +3,17 @@
 One file per key, self-describing so that a restarted process can find its keys again by
 listing the directory::
 
-    [magic 8 bytes][header length uint32][msgpack header][zero padding to a 4 KiB boundary]
-    [payload]
+    [prelude 64 bytes][msgpack header][zero padding to a 4 KiB boundary][payload]
+
+    prelude: magic 8 bytes | header length uint32 | crc32 of the header uint32 |
+             payload length uint64 | xxh3-64 of the payload uint64 | MAC 32 bytes
+
+The payload's length and checksum (and, for files another user may be able to write, a
+keyed MAC over header + payload: :class:`mars_dask._safe_files.Authenticator`) are computed
+while the payload streams out and written into the prelude when the payload is complete.
+:func:`verify` checks them before anything in the file is decoded: a short, damaged or
+planted file raises :class:`~mars_dask.errors.DataIntegrityError` naming key and file. The
+header is msgpack of plain values only (nothing in it can run code; see ``_codec.py``).
 
 The payload starts on a 4 KiB boundary, so a memory map of the whole file yields a
 page-aligned payload (numpy views need alignment; O_DIRECT needs it for writes and reads).
@@ -34,18 +43,21 @@ import struct
 import sys
 import threading
 import uuid
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as _wait_all
 
 import msgpack
 import numpy as np
 
-from ..errors import StoreCorruptError
+from .._safe_files import MAC_SIZE, new_checksum, open_private
+from ..errors import DataIntegrityError, StoreCorruptError
 
-MAGIC = b"MARSDS01"
+MAGIC = b"MARSDS02"
 ALIGN = 4096
 SUFFIX = ".mds"
-_PRELUDE = struct.Struct("<8sI")
+_PRELUDE = struct.Struct(f"<8sIIQQ{MAC_SIZE}s")
+_NO_MAC = bytes(MAC_SIZE)
 
 
 def round_up(n: int, align: int = ALIGN) -> int:
@@ -59,43 +71,110 @@ def _address(buf) -> int:
 def _as_bytes_view(buf) -> memoryview:
     mv = memoryview(buf)
     if mv.format != "B" or mv.ndim != 1:
+        if mv.nbytes == 0:  # cast() refuses views with zeros in shape or strides
+            return memoryview(b"")
         mv = mv.cast("B")
     return mv
 
 
-def header_block(header: dict) -> bytes:
+def _packed_header(header: dict) -> bytes:
+    return msgpack.packb(header, use_bin_type=True)
+
+
+def header_block(header: dict, packed: bytes | None = None, payload_size: int = 0, digest: int = 0,
+                 mac: bytes = _NO_MAC) -> bytes:
     """The header region: prelude + msgpack header, zero padded to a 4 KiB multiple."""
-    packed = msgpack.packb(header, use_bin_type=True)
-    raw = _PRELUDE.pack(MAGIC, len(packed)) + packed
+    if packed is None:
+        packed = _packed_header(header)
+    raw = _PRELUDE.pack(MAGIC, len(packed), zlib.crc32(packed), payload_size, digest, mac) + packed
     return raw + b"\0" * (round_up(len(raw)) - len(raw))
 
 
-def parse_header(buf) -> tuple[dict, int]:
-    """(header, payload offset) from the first bytes of a file; raises StoreCorruptError."""
+def _parse(buf, path=None) -> tuple[dict, int, tuple]:
+    """``(header, payload offset, (payload size, checksum, mac, packed header))``."""
     if len(buf) < _PRELUDE.size:
-        raise StoreCorruptError("file shorter than its prelude")
-    magic, n = _PRELUDE.unpack_from(buf, 0)
+        raise StoreCorruptError(f"{path or 'file'}: shorter than its prelude")
+    magic, n, crc, size, digest, mac = _PRELUDE.unpack_from(buf, 0)
     if magic != MAGIC:
-        raise StoreCorruptError("bad magic")
+        raise StoreCorruptError(f"{path or 'file'}: not a mars_dask store file (bad magic)")
     if len(buf) < _PRELUDE.size + n:
-        raise StoreCorruptError("truncated header")
-    header = msgpack.unpackb(bytes(buf[_PRELUDE.size:_PRELUDE.size + n]), raw=False)
-    return header, round_up(_PRELUDE.size + n)
+        raise StoreCorruptError(f"{path or 'file'}: truncated header")
+    packed = bytes(buf[_PRELUDE.size:_PRELUDE.size + n])
+    if zlib.crc32(packed) != crc:
+        raise StoreCorruptError(f"{path or 'file'}: damaged header (crc32)")
+    try:
+        header = msgpack.unpackb(packed, raw=False)
+    except Exception as e:
+        raise StoreCorruptError(f"{path or 'file'}: undecodable header ({e})") from None
+    if not isinstance(header, dict):
+        raise StoreCorruptError(f"{path or 'file'}: header is not a map")
+    return header, round_up(_PRELUDE.size + n), (size, digest, mac, packed)
 
 
-def read_header(path: str) -> tuple[dict, int]:
+def parse_header(buf) -> tuple[dict, int]:
+    """(header, payload offset) from the first bytes of a file; raises StoreCorruptError.
+    Checks the header only: :func:`verify` checks the payload."""
+    header, offset, _ = _parse(buf)
+    return header, offset
+
+
+def read_header(path: str) -> tuple[dict, int, int]:
+    """``(header, payload offset, payload size)`` of a file, reading only its head; raises
+    StoreCorruptError if the header is damaged or the file is shorter than it says."""
     with open(path, "rb") as f:
         head = f.read(ALIGN)
         if len(head) >= _PRELUDE.size:
-            _, n = _PRELUDE.unpack_from(head, 0)
+            n = _PRELUDE.unpack_from(head, 0)[1]
             if _PRELUDE.size + n > len(head):
                 head += f.read(_PRELUDE.size + n - len(head))
-        header, offset = parse_header(head)
-        size = os.fstat(f.fileno()).st_size
-    expected = header.get("size")
-    if expected is not None and size < offset + expected:
-        raise StoreCorruptError(f"{path}: {size} bytes, expected {offset + expected}")
-    return header, offset
+        header, offset, (size, _, _, _) = _parse(head, path)
+        actual = os.fstat(f.fileno()).st_size
+    if actual != offset + size:
+        raise StoreCorruptError(f"{path}: {actual} bytes, expected {offset + size}")
+    return header, offset, size
+
+
+def verify(buf, *, path: str, key=None, auth=None) -> tuple[dict, int, int]:
+    """Check a whole file's bytes (``buf``: its memory map or a buffer read from it):
+    header, payload length, checksum, with ``auth`` its MAC, with ``key`` that it is that
+    key's file. Returns ``(header, payload offset, payload size)``; raises
+    :class:`DataIntegrityError` naming key and file."""
+    try:
+        header, offset, (size, digest, mac, packed) = _parse(buf, path)
+    except StoreCorruptError as e:
+        raise DataIntegrityError(key, path, str(e).removeprefix(f"{path}: ")) from None
+    if key is not None and as_key(header.get("key")) != key:
+        raise DataIntegrityError(key, path, f"it holds key {header.get('key')!r}")
+    if len(buf) < offset + size:
+        raise DataIntegrityError(key, path, f"truncated: {len(buf)} bytes, expected {offset + size}")
+    payload = memoryview(buf)[offset:offset + size]
+    try:
+        if auth is not None and not auth.verify(mac, packed, payload):
+            raise DataIntegrityError(key, path, "authentication failed (not written by this cluster, "
+                                                "or altered)")
+        h = new_checksum()
+        h.update(payload)
+        if h.intdigest() != digest:
+            raise DataIntegrityError(key, path, "payload checksum mismatch")
+    finally:
+        payload.release()
+    return header, offset, size
+
+
+def open_verified(path: str, *, key=None, auth=None, willneed: bool = False):
+    """Memory-map ``path`` and :func:`verify` it: ``(header, map, payload offset, payload
+    size)``; decode with ``_codec.decode(header["kind"], header["meta"], map, offset, size)``."""
+    try:
+        buf = map_file(path, willneed=willneed)
+    except ValueError:  # an empty file cannot be mapped
+        raise DataIntegrityError(key, path, "empty file") from None
+    header, offset, size = verify(buf, path=path, key=key, auth=auth)
+    return header, buf, offset, size
+
+
+def as_key(key):
+    """msgpack turns tuples into lists; Dask keys are str | bytes | int | float | tuple."""
+    return tuple(as_key(k) for k in key) if isinstance(key, list) else key
 
 
 def aligned_buffer(nbytes: int) -> mmap.mmap:
@@ -410,21 +489,55 @@ def _open_for_write(path: str, direct: bool) -> tuple[int, bool]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     if direct and hasattr(os, "O_DIRECT"):
         try:
-            return os.open(path, flags | os.O_DIRECT, 0o600), True
+            return open_private(path, flags | os.O_DIRECT), True
         except OSError as e:
             if e.errno != errno.EINVAL:  # EINVAL: the file system refuses O_DIRECT
                 raise
-    return os.open(path, flags, 0o600), False
+    return open_private(path, flags), False
+
+
+class _Summing:
+    """Passes the payload on to a sink, counting it and computing its checksum (and MAC)."""
+
+    closed = False
+
+    def __init__(self, sink, mac=None):
+        self.sink = sink
+        self.sum = new_checksum()
+        self.mac = mac
+        self.n = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.n
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def write(self, buf) -> int:
+        mv = _as_bytes_view(buf)
+        self.sum.update(mv)
+        if self.mac is not None:
+            self.mac.update(mv)
+        self.n += len(mv)
+        self.sink.write(mv)
+        return len(mv)
 
 
 def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: int,
-               depth: int = 1) -> int:
-    """Write header + payload to ``path`` atomically (temporary name, then rename).
+               depth: int = 1, auth=None) -> int:
+    """Write header + payload to ``path`` atomically (temporary name, then rename), 0600.
 
     ``write_payload(sink)`` writes the payload; returns the file size. ``depth``: O_DIRECT
-    write requests kept in flight.
+    write requests kept in flight. ``auth``: an ``Authenticator`` whose MAC the file carries
+    (files on a directory others may write: checkpoints).
     """
-    tmp, size = write_tmp(path, header, write_payload, direct=direct, chunk=chunk, depth=depth)
+    tmp, size = write_tmp(path, header, write_payload, direct=direct, chunk=chunk, depth=depth, auth=auth)
     try:
         os.rename(tmp, path)
     except BaseException:
@@ -434,21 +547,27 @@ def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: i
 
 
 def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: int,
-              depth: int = 1) -> tuple[str, int]:
+              depth: int = 1, auth=None) -> tuple[str, int]:
     """:func:`write_file` without the rename: ``(temporary path, file size)``; the caller
     renames it to ``path`` (publishes it) or unlinks it. A temporary file is never taken
     for a value (:func:`is_tmp_name`)."""
     tmp = tmp_name(path)
     fd, direct = _open_for_write(tmp, direct)
     sink = _DirectSink(fd, chunk, depth) if direct else _Sink(fd)
+    packed = _packed_header(header)
     try:
         try:
-            sink.write(header_block(header))
-            write_payload(sink)
+            sink.write(header_block(header, packed))
+            summing = _Summing(sink, auth.new() if auth is not None else None)
+            if summing.mac is not None:
+                summing.mac.update(packed)
+            write_payload(summing)
         except BaseException:
             sink.abort()
             raise
         size = sink.finish()
+        mac = summing.mac.digest() if summing.mac is not None else _NO_MAC
+        _write_prelude(fd, header_block(header, packed, summing.n, summing.sum.intdigest(), mac), direct)
         os.close(fd)
         fd = -1
     except BaseException:
@@ -457,6 +576,20 @@ def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: in
         unlink_quietly(tmp)
         raise
     return tmp, size
+
+
+def _write_prelude(fd: int, block: bytes, direct: bool) -> None:
+    """Rewrite the file's header region with its payload's length and checksum filled in
+    (the whole aligned region from an aligned buffer where the file is open O_DIRECT)."""
+    if not direct:
+        _pwrite_all(fd, memoryview(block)[:_PRELUDE.size], 0)
+        return
+    buf = aligned_buffer(len(block))
+    try:
+        buf[:len(block)] = block
+        _pwrite_all(fd, memoryview(buf)[:len(block)], 0)
+    finally:
+        buf.close()
 
 
 def unlink_quietly(path: str) -> None:

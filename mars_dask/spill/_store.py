@@ -43,7 +43,6 @@ killed by a signal leaves its files for its successor (or for :func:`purge_store
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import logging
 import os
@@ -61,6 +60,7 @@ import dask.config
 import zict
 from dask.utils import parse_bytes, parse_timedelta
 
+from .._safe_files import private_dir, user_name
 from ..errors import StoreCorruptError, StoreError
 from . import _files
 from ._codec import Lz4Sink, decode, encode, lz4_decompress
@@ -81,12 +81,8 @@ def _safe(s) -> str:
 
 def default_directory() -> str:
     """Per-user shared-memory root: ``/dev/shm/mars-dask-<user>`` (temp dir if no /dev/shm)."""
-    try:
-        user = getpass.getuser()
-    except Exception:
-        user = str(os.getuid())
     base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    return os.path.join(base, f"mars-dask-{_safe(user)}")
+    return os.path.join(base, f"mars-dask-{_safe(user_name())}")
 
 
 def store_dirs(directory: str, spill_directory: str, cluster: str, name: str) -> tuple[str, str]:
@@ -114,10 +110,6 @@ def _key_file(key) -> str:
     return hashlib.blake2b(repr(key).encode(), digest_size=16).hexdigest() + _files.SUFFIX
 
 
-def _untuple(key):
-    """msgpack turns tuples into lists; Dask keys are str | bytes | int | float | tuple."""
-    return tuple(_untuple(k) for k in key) if isinstance(key, list) else key
-
 
 #: a written frame (or tuple of them) up to this size is held as the object the task
 #: returned, not re-read from its file: re-reading builds the frame again (~0.1-0.3 ms,
@@ -135,6 +127,10 @@ WRITE_BEHIND_SLACK = 0.05
 #: is first read, not when it is written; most long-lived results are read once or never
 #: (the file is accounted for all the same: the LRU weight is the entry's)
 _UNREAD: Any = type("_Unread", (), {"__repr__": lambda self: "<not read back yet>"})()
+
+
+class _SpillFailed(Exception):
+    """Moving a value to disk failed (logged); it stays in memory."""
 
 
 class _Entry:
@@ -207,6 +203,8 @@ class MarsStore(MutableMapping):
                      if worker_local_directory else
                      os.path.join(tempfile.gettempdir(), "mars-dask-spill"))
         self.spill_directory = spill
+        for root in (self.directory, spill):  # refuse a planted or shared root now, clearly
+            private_dir(root)
         if name is None and worker is not None:
             # the name as configured (before Worker.start replaces None by its address)
             name = worker.name if worker.name is not None else worker.nanny
@@ -216,6 +214,12 @@ class MarsStore(MutableMapping):
         self.compression = _cfg("compression") if compression is _UNSET else compression
         if self.compression not in (None, "lz4"):
             raise ValueError(f"compression must be None or 'lz4', got {self.compression!r}")
+        if self.compression == "lz4":
+            try:
+                import lz4.block  # noqa: F401
+            except ImportError:
+                raise ImportError("mars-dask.store.compression 'lz4' needs the lz4 package: "
+                                  "pip install 'mars_dask[lz4]'") from None
         self.o_direct = bool(_cfg("o-direct") if o_direct is _UNSET else o_direct)
         self.read_mode = (_cfg("read") or "mmap") if read_mode is _UNSET else read_mode
         if self.read_mode not in ("mmap", "direct"):
@@ -249,6 +253,7 @@ class MarsStore(MutableMapping):
         self._recovering: dict = {}
         self._dirs: tuple[str, str] | None = None
         self._closed = False
+        self._warned: dict = {}
         self._lru: zict.LRU = zict.LRU(self.shm_limit, {}, on_evict=[self._demote],
                                        weight=lambda k, v: self._entries[k].weight_in_memory)
         if worker is not None:
@@ -293,9 +298,10 @@ class MarsStore(MutableMapping):
             if self._dirs is None:
                 if self._closed:
                     raise StoreError("store is closed")
-                self._dirs = store_dirs(self.directory, self.spill_directory, self.cluster, self.name)
-                for d in self._dirs:
-                    os.makedirs(d, mode=0o700, exist_ok=True)
+                dirs = store_dirs(self.directory, self.spill_directory, self.cluster, self.name)
+                for d in dirs:
+                    private_dir(d)  # ours, 0700, no symlinks: see mars_dask._safe_files
+                self._dirs = dirs
                 self._scan()
             return self._dirs
 
@@ -322,7 +328,7 @@ class MarsStore(MutableMapping):
             entry = self._entries[key]
             value = self._load(entry)
             if entry.nbytes <= self._lru.n:
-                self._lru[key] = value
+                self._hold(key, value)
             return value
 
     def __setitem__(self, key, value) -> None:
@@ -339,7 +345,7 @@ class MarsStore(MutableMapping):
             if nbytes is not None:
                 entry = self._entries[key] = _Entry(key, "pending", None, None, 0, 0, nbytes)
                 self._queue.append((time.monotonic() + self.write_delay, key, entry))
-                self._lru[key] = value  # an eviction now writes it to disk (_demote)
+                self._hold(key, value)  # an eviction now writes it to disk (_demote)
                 if self._writer is None:
                     self._writer = threading.Thread(target=self._write_behind, daemon=True,
                                                     name=f"mars-dask-store-{self.name}")
@@ -388,7 +394,7 @@ class MarsStore(MutableMapping):
                 held, entry.own = value, True
             else:
                 held = _UNREAD  # built from the file when first read (see _UNREAD)
-            self._lru[key] = held
+            self._hold(key, held)
         elif entry.tier == "heap":
             self._lru.set_noevict(key, value)
         elif key in self._lru:  # a pending value written to disk: it is in the file now
@@ -567,7 +573,7 @@ class MarsStore(MutableMapping):
         self.dirs
         with self._lock:
             entry = self._orphans[key]
-            value = self._load(entry)
+            value = self._load(entry, verify=True)
             self._recovering[key] = (entry, value)
             return value
 
@@ -625,7 +631,7 @@ class MarsStore(MutableMapping):
         try:
             tmp, size = self._write(path, header, enc.write, tier, compress, publish)
         except OSError as e:
-            logger.warning("cannot write %s to the %s tier (%s)", key, tier, e)
+            self._write_failed(key, tier, e)
             return None, None
         return self._entry_from(key, tier, path, header, size), tmp
 
@@ -650,7 +656,11 @@ class MarsStore(MutableMapping):
         e = _Entry(key, tier, path, header, offset, file_size - offset, header["nbytes"])
         return e
 
-    def _load(self, entry: _Entry):
+    def _load(self, entry: _Entry, verify: bool | None = None):
+        """The value in ``entry``'s file. ``verify`` (default: for the disk tier) checks the
+        file's length and checksum first (:func:`_files.verify`): a value this process wrote
+        to shared memory and holds mapped is not re-checked; a file read back from disk or
+        left by a previous process is."""
         if entry.tier in ("heap", "pending"):
             raise StoreError(f"{entry.key!r} is held in the heap only")  # always in the LRU
         h = entry.header
@@ -661,6 +671,8 @@ class MarsStore(MutableMapping):
                                           pool=self.read_pool)
         else:
             buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
+        if entry.tier == "disk" if verify is None else verify:
+            _files.verify(memoryview(buf)[:entry.offset + entry.size], path=entry.path, key=entry.key)
         if compressed:
             src = memoryview(buf)[offset:offset + size]
             try:
@@ -670,11 +682,46 @@ class MarsStore(MutableMapping):
             buf, offset, size = raw.obj, 0, raw.nbytes
         return decode(h["kind"], h["meta"], buf, offset, size)
 
+    def _hold(self, key, value) -> None:
+        """Hold ``value`` in memory, moving least recently used values to disk while over the
+        limit. A move that fails (a full disk: :class:`_SpillFailed`) leaves that value in
+        memory, over the limit, instead of failing the caller (a task storing its result)."""
+        self._lru.set_noevict(key, value)
+        try:
+            self._lru.evict_until_below_target()
+        except _SpillFailed:
+            pass
+
+    def _write_failed(self, key, tier: str, exc: OSError) -> None:
+        """Log (and report on the worker's ``mars-store`` event topic) a write that failed;
+        at most once a minute per tier and error, e.g. while a file system is full."""
+        now = time.monotonic()
+        what = (tier, exc.errno)
+        if now - self._warned.get(what, -1e9) < 60:
+            return
+        self._warned[what] = now
+        logger.warning("cannot write %r to the %s tier (%s); the value stays in memory", key, tier, exc)
+        w = self._worker() if self._worker else None
+        if w is not None:
+            try:
+                w.log_event("mars-store", {"action": "write-failed", "tier": tier, "key": str(key),
+                                           "error": str(exc), "errno": exc.errno})
+            except Exception:  # pragma: no cover - a closing worker
+                pass
+
     def _demote(self, key, value) -> None:
-        """zict.LRU on_evict: make sure the value is on disk before it leaves memory."""
+        """zict.LRU on_evict: make sure the value is on disk before it leaves memory. A write
+        that fails raises :class:`_SpillFailed`: zict then keeps the value in memory."""
         entry = self._entries.get(key)
         if entry is None or entry.tier == "disk":
             return  # a cached read-back: the file is already there
+        try:
+            self._demote_write(key, value, entry)
+        except OSError as e:
+            self._write_failed(key, "disk", e)
+            raise _SpillFailed(key) from e
+
+    def _demote_write(self, key, value, entry: _Entry) -> None:
         path = self._path("disk", key)
         compress = self.compression == "lz4"
         if entry.tier in ("heap", "pending"):
@@ -704,7 +751,7 @@ class MarsStore(MutableMapping):
         self._orphans.pop(entry.key, None)
         self._entries[entry.key] = entry
         if entry.tier == "shm" or entry.nbytes <= self._lru.n:
-            self._lru[entry.key] = value
+            self._hold(entry.key, value)
 
     def _unlink(self, entry: _Entry) -> None:
         if entry.path:
@@ -721,16 +768,16 @@ class MarsStore(MutableMapping):
                     os.unlink(path)
                     continue
                 try:
-                    header, offset = _files.read_header(path)
-                    key = _untuple(header["key"])
-                except (StoreCorruptError, ValueError, KeyError, OSError) as e:
+                    header, offset, size = _files.read_header(path)
+                    key = _files.as_key(header["key"])
+                    if _key_file(key) != fn:
+                        raise StoreCorruptError(f"holds key {key!r}, not the key of its name")
+                except (StoreCorruptError, ValueError, KeyError, TypeError, OSError) as e:
                     logger.warning("removing unreadable store file %s: %s", path, e)
                     os.unlink(path)
                     continue
                 header["key"] = key
-                size = os.stat(path).st_size
                 prev = self._orphans.get(key)
                 if prev is not None:  # shm is scanned first: keep the disk copy
                     os.unlink(prev.path)
-                self._orphans[key] = _Entry(key, tier, path, header, offset, size - offset,
-                                            header["nbytes"])
+                self._orphans[key] = _Entry(key, tier, path, header, offset, size, header["nbytes"])
