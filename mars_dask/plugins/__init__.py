@@ -10,6 +10,7 @@ in dask.config (``mars_dask/mars-dask.yaml``).
 
 from ._failover import failover_report
 from ._hint import memory_hint
+from ._impure import impure
 from ._install import dask_setup, dask_teardown, install, setup_server
 from ._nanny import MarsNannyPlugin
 from ._protocol import PLUGIN_NAME, RESOURCE
@@ -18,5 +19,5 @@ from ._worker import MarsWorkerPlugin
 
 __all__ = [
     "MarsNannyPlugin", "MarsSchedulerPlugin", "MarsWorkerPlugin", "PLUGIN_NAME", "RESOURCE",
-    "dask_setup", "dask_teardown", "failover_report", "install", "memory_hint", "setup_server",
+    "dask_setup", "dask_teardown", "failover_report", "impure", "install", "memory_hint", "setup_server",
 ]

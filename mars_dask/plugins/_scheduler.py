@@ -12,6 +12,8 @@ from distributed.protocol.pickle import dumps
 
 from . import _protocol as P
 from ._failover import Failover
+from ._impure import HANDLER as IMPURE_HANDLER
+from ._impure import ImpureRuns
 from ._quota import Quota
 from ._restart import Recovery
 
@@ -34,6 +36,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         self.quota = Quota(scheduler)
         self.recovery = Recovery(scheduler, self.quota)
         self.failover = None
+        self.impure = ImpureRuns()
         if dask.config.get("mars-dask.failover.enabled", True):
             self.failover = Failover(scheduler)
             self.recovery.failover = self.failover
@@ -41,6 +44,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             mars_hello=self._hello, mars_adopted=self._adopted, mars_worker_exit=self._worker_exit,
             mars_stats=self._stats,
         )
+        scheduler.handlers[IMPURE_HANDLER] = self.impure.claim
         scheduler.stream_handlers.update({
             P.OP_STARTED: self.recovery.started,
             P.OP_USED: self._used,
@@ -75,6 +79,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             if tile is not None:
                 self.quota.task_done(key, tile)
         self.recovery.transition(key, start, finish, stimulus_id)
+        self.impure.transition(key, finish)
         if self.failover is not None:
             self.failover.transition(key, start, finish, stimulus_id)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.worker.conftest import CLICluster
+from tests.worker.conftest import cli_cluster  # noqa: F401 - the per-test CLI cluster factory
 
 # a SIGKILLed worker process restarts in seconds here, but the machine is shared and slow
 MARS_ENV = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"}

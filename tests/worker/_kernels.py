@@ -53,3 +53,11 @@ def block(a, delay=2.0):
 def sleep_then(delay, value):
     time.sleep(delay)
     return value
+
+
+def record_then_add_one(a, path="", delay=0.5):
+    """A side effect: append the chunk's first value to ``path``, then wait and add one."""
+    with open(path, "a") as f:
+        f.write(f"{int(a.flat[0])}\n")
+    time.sleep(delay)
+    return a + 1
