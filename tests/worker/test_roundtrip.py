@@ -378,3 +378,26 @@ def test_real_worker_store_roundtrip(client):
     for k, v in values.items():
         assert_same(got[k], v, k)
         assert_same(again[k], v, f"{k} (from disk)")
+
+
+def _evict(key, dask_worker=None):
+    store = dask_worker.data
+    if key in store:
+        store._lru.evict(key)  # this value only: moved to its file on disk
+        return store.tier_of(key)
+    return None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(value=st.one_of(_arrays(), _frames(), st.tuples(_arrays(), _frames())))
+def test_real_worker_store_roundtrip_property(client, value):
+    """Hypothesis' values through a real worker's store: held in memory, then on disk."""
+    [fut] = client.scatter([value], broadcast=False, hash=False)
+    first = client.submit(_identity, fut, pure=False)
+    assert_same(first.result(), value, "in memory")
+    tiers = client.run(_evict, fut.key)
+    assert "disk" in tiers.values(), tiers
+    again = client.submit(_identity, fut, pure=False)
+    assert_same(again.result(), value, "from disk")
+    del fut, first, again
