@@ -1,7 +1,9 @@
 """``python -m mars_dask.demo``: a small Mars-style job on the embedded local cluster.
 
 No Client is created here on purpose: ``execute()`` starts the embedded ``LocalCluster``
-(sized to the machine) the first time it is needed, and reuses it.
+(sized to the machine) the first time it is needed, and reuses it. It listens on 127.0.0.1
+only: the dashboard printed below is reachable from this machine (e.g. through an SSH tunnel
+from another one), not from the network.
 """
 
 from __future__ import annotations

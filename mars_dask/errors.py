@@ -92,3 +92,11 @@ class DataIntegrityError(StoreCorruptError):
 class ImpureTaskLostError(MarsDaskError):
     """The result of an operand marked impure (it has side effects, e.g. writes a file) was
     lost and would have to run a second time: it is not re-run."""
+
+
+class ClientClosedError(MarsDaskError):
+    """The ``distributed.Client`` mars_dask was using has been closed (by ``client.close()``,
+    or because it lost its scheduler and gave up reconnecting). mars_dask does not start a
+    cluster in its place: create a new Client, or start the embedded cluster explicitly with
+    :func:`mars_dask.start_embedded_cluster`. Results held through the closed client
+    are gone; execute those tileables again."""

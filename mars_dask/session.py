@@ -14,6 +14,16 @@ what its store holds to the new scheduler), and resubmit: every chunk needed who
 is dead -- including inputs executed by earlier ``execute()`` calls -- is emitted again from
 the client-side chunk graph, with the same keys and recipes, so the new scheduler finds the
 results the workers still hold (and its journal) instead of recomputing them.
+
+A Client that was *closed* (``client.close()``, or a client that gave up reconnecting) is
+not replaced silently: once ``execute()`` / ``fetch()`` have used a Client, they raise
+:class:`ClientClosedError` after it closed (unless another Client is the default by then)
+instead of starting the embedded cluster in its place; ``start_embedded_cluster()`` starts
+it explicitly. A client that lost its scheduler and is reconnecting is still in use.
+
+The embedded cluster listens on the loopback interface only: scheduler, nannies and workers
+on 127.0.0.1, and the dashboard on 127.0.0.1 too when ``mars-dask.embedded.dashboard-address``
+names no host (``":8787"``; another free port on 127.0.0.1 when 8787 is taken).
 """
 
 from __future__ import annotations
@@ -33,9 +43,10 @@ from distributed import Client, Future, LocalCluster, wait
 from distributed.client import FuturesCancelledError, default_client
 from distributed.comm import CommClosedError
 from distributed.deploy.cluster import Cluster
+from distributed.utils import clean_dashboard_address
 
 from . import config
-from .errors import MarsDaskError
+from .errors import ClientClosedError, MarsDaskError
 from .tiling.core import Chunk, TileableData, bump_execution_epoch, has_unknown
 from .tiling.emit import build_graph
 from .tiling.tile import tile
@@ -44,6 +55,84 @@ logger = logging.getLogger("mars_dask.session")
 
 _lock = threading.Lock()
 _embedded: tuple[LocalCluster, Client] | None = None
+#: the Client that get_client() last handed out (weakly: the user owns it) and a description
+#: of it taken while it was open (a closed Client no longer knows its scheduler)
+_current: tuple[weakref.ref, str] | None = None
+
+#: Client.status values of a client that was closed or is closing (not "connecting": that one
+#: lost its scheduler and is trying to reconnect, and is still in use)
+_CLOSED = ("closing", "closed")
+#: the embedded cluster listens here only (scheduler, nannies, workers; the dashboard too
+#: when its configured address names no host)
+LOOPBACK = "127.0.0.1"
+
+
+_WHAT_TO_DO = (
+    "mars_dask does not start a new cluster in its place. Create a new distributed.Client "
+    "(it becomes the default that execute() uses), or start mars_dask's embedded local "
+    "cluster explicitly with mars_dask.start_embedded_cluster(); tileables executed "
+    "through the closed client lost their results: execute them again"
+)
+
+
+# client -> its description, taken while it was open (Client.close() forgets the scheduler)
+_descriptions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _describe(client: Client) -> str:
+    addr = getattr(getattr(client, "scheduler", None), "address", None)
+    if addr is None:
+        try:
+            return _descriptions[client]
+        except (KeyError, TypeError):
+            pass
+    what = "the embedded cluster's " if _embedded is not None and _embedded[1] is client else ""
+    desc = f"{what}{getattr(client, 'id', '?')} (scheduler {addr or 'unknown'})"
+    if addr is not None:
+        try:
+            _descriptions[client] = desc
+        except TypeError:  # not weakly referenceable (a stand-in)
+            pass
+    return desc
+
+
+def _remember(client: Client) -> None:
+    global _current
+    if _current is None or _current[0]() is not client:
+        _current = (weakref.ref(client), _describe(client))
+
+
+def _closed_current() -> str | None:
+    """The description of the client get_client() last handed out, if it has been closed
+    since (or is gone: a Client that was garbage-collected was closed by its finalizer)."""
+    if _current is None:
+        return None
+    ref, desc = _current
+    c = ref()
+    if c is None or c.status in _CLOSED:
+        return desc
+    return None
+
+
+def _closed_error(desc: str, what: str = "") -> ClientClosedError:
+    return ClientClosedError(
+        f"{what or 'the distributed Client that mars_dask was using'}, {desc}, has been closed "
+        f"(client.close(), or it lost its scheduler and gave up reconnecting): {_WHAT_TO_DO}"
+    )
+
+
+def _loopback_dashboard_address(address):
+    """``mars-dask.embedded.dashboard-address`` with 127.0.0.1 where it names no host
+    (``":8787"``, ``"8787"``, ``8787``, ``""``): Dask binds such an address on every interface.
+    An address with a host is kept (the user chose it); ``None``/``False``: no dashboard."""
+    if address is None or address is False:
+        return None
+    try:
+        parsed = clean_dashboard_address(address)
+    except Exception:  # noqa: BLE001 - not ours to judge: LocalCluster reports it
+        return address
+    out = [f"{a['address'] or LOOPBACK}:{a['port']}" for a in parsed]
+    return out[0] if len(out) == 1 else out
 
 
 def _shape_of(x) -> tuple:
@@ -95,9 +184,22 @@ class _EmbeddedCluster(LocalCluster):
 
 
 def start_embedded_cluster() -> Client:
-    """Start (once) the embedded ``LocalCluster`` used when no Client exists."""
+    """Start (once) the embedded ``LocalCluster`` used when no Client exists, and return its
+    Client (the default Client from then on).
+
+    ``execute()`` calls this when no Client was ever used; after the Client in use was
+    closed it raises :class:`ClientClosedError` instead, and this is how to get the
+    embedded cluster explicitly (an embedded cluster whose client the user closed is
+    replaced). It listens on 127.0.0.1 only (see the module docstring)."""
     global _embedded
     with _lock:
+        if _embedded is not None and _embedded[1].status in _CLOSED:
+            old_cluster, _ = _embedded
+            _embedded = None
+            try:
+                old_cluster.close()
+            except Exception:  # noqa: BLE001 - already closing with its client
+                logger.debug("closing the previous embedded cluster", exc_info=True)
         if _embedded is None:
             kwargs = {}
             for opt, kw in [("n-workers", "n_workers"), ("threads-per-worker", "threads_per_worker")]:
@@ -107,8 +209,9 @@ def start_embedded_cluster() -> Client:
             # the same installation as the CLI: --preload mars_dask on the scheduler and
             # the workers, --preload-nanny mars_dask (MarsStore + exit monitor)
             cluster = _EmbeddedCluster(
+                host=LOOPBACK,  # scheduler, nannies and workers: loopback only
                 memory_limit=config.get("embedded.memory-limit"),
-                dashboard_address=config.get("embedded.dashboard-address"),
+                dashboard_address=_loopback_dashboard_address(config.get("embedded.dashboard-address")),
                 scheduler_kwargs={"preload": ["mars_dask"]},
                 preload=["mars_dask"],
                 preload_nanny=["mars_dask"],
@@ -118,25 +221,46 @@ def start_embedded_cluster() -> Client:
             logger.info("started embedded cluster %s (dashboard %s)", cluster.scheduler_address, client.dashboard_link)
             _embedded = (cluster, client)
             atexit.register(stop_embedded_cluster)
-        return _embedded[1]
+        client = _embedded[1]
+        _remember(client)
+        return client
 
 
 def stop_embedded_cluster() -> None:
-    global _embedded
+    """Close the embedded cluster (at exit too); a later ``execute()`` without a Client
+    starts a new one (this is mars_dask's own call, not a Client the user closed)."""
+    global _embedded, _current
     with _lock:
         if _embedded is not None:
             cluster, client = _embedded
             _embedded = None
+            if _current is not None and _current[0]() is client:
+                _current = None
             client.close()
             cluster.close()
 
 
 def get_client() -> Client:
-    """The current default Client, or the embedded cluster's."""
+    """The current default Client, or the embedded cluster's (started the first time).
+
+    Raises :class:`ClientClosedError` when the Client this returned before (the embedded
+    cluster's included) has been closed and no other Client is the default now: nothing is
+    started in its place."""
     try:
-        return default_client()
+        c = default_client()
     except ValueError:
-        return start_embedded_cluster()
+        c = None
+    if c is not None and c.status not in _CLOSED:
+        _remember(c)
+        return c
+    if c is not None:  # a closed client still current in this context (Client.as_current)
+        raise _closed_error(_describe(c), "the current distributed Client")
+    desc = _closed_current()
+    if desc is None and _embedded is not None and _embedded[1].status in _CLOSED:
+        desc = _describe(_embedded[1])
+    if desc is not None:
+        raise _closed_error(desc)
+    return start_embedded_cluster()
 
 
 class _ChunkCollection:
@@ -234,6 +358,23 @@ class Session:
 
     def __init__(self, client: Client | None = None):
         self.client = client or get_client()
+        self._check_open()
+        _describe(self.client)  # noted while open, for the errors after a close
+
+    def _check_open(self, chunks: Sequence[Chunk] = ()) -> None:
+        """Raise :class:`ClientClosedError` if this session's client, or the client that
+        executed one of ``chunks``, has been closed (a reconnecting client is still open)."""
+        if self.client.status in _CLOSED:
+            raise _closed_error(_describe(self.client), "this session's distributed Client")
+        for c in chunks:
+            f = c.future
+            fc = getattr(f, "client", None)
+            if fc is not None and fc is not self.client and fc.status in _CLOSED:
+                raise ClientClosedError(
+                    f"chunk {c.key!r} was executed through {_describe(fc)}, which has been "
+                    f"closed since: its result is gone. Execute the tileable again (on the "
+                    f"current Client, {_describe(self.client)}) before fetching it"
+                )
 
     def cut_lineage(self, chunks: Sequence[Chunk]) -> None:
         """Checkpointed chunks forget their recipe on the client too, if the scheduler
@@ -435,6 +576,7 @@ class Session:
         tile(datas, self.run_for_meta)
 
     def execute(self, datas: Sequence[TileableData], checkpoint: bool = False) -> None:
+        self._check_open()
         self.tile(datas)
         chunks = [c for d in datas for c in d.chunks]
         self.submit_chunks(chunks, checkpoint=checkpoint)
@@ -445,6 +587,8 @@ class Session:
 
     def gather(self, data: TileableData) -> list:
         chunks = data.chunks
+        # a result whose client was closed is gone: say so rather than recompute it here
+        self._check_open(chunks)
         return self._retrying(chunks, lambda: self.client.gather([c.future for c in chunks]))
 
 
@@ -499,4 +643,5 @@ def fetch(*tileables, session: Session | None = None):
     return res[0] if len(res) == 1 else res
 
 
-__all__ = ["Session", "execute", "fetch", "get_client", "get_session", "Future"]
+__all__ = ["ClientClosedError", "Session", "execute", "fetch", "get_client", "get_session",
+           "start_embedded_cluster", "stop_embedded_cluster", "Future"]
