@@ -1,6 +1,8 @@
 """read_csv / read_parquet / to_csv / to_parquet and dask.dataframe interop, against pandas."""
 
+import contextlib
 import glob
+import io
 import os
 
 import dask
@@ -331,3 +333,343 @@ def test_read_parquet_hive_partitions(client, tmp_path):
     f = md.read_parquet(str(tmp_path / "hive"), filters=[("g", "==", "y")])
     assert len(f.op.parts) == 1  # the other directories are pruned by the partition expression
     assert_pandas(f, pd.read_parquet(tmp_path / "hive", filters=[("g", "==", "y")]))
+
+
+# ---- atomic, idempotent writes ------------------------------------------------------------
+#
+# A write task may run twice (failover re-runs it when its worker died before its result was
+# safe) or die half-way (its worker killed).  The graph of a write is run here, in this
+# process and without a cluster, so that one chunk's write task can be run twice, or have its
+# first attempt fail half-way, exactly; the cluster tests further down check the same outputs
+# end to end.
+
+
+def _sort_key(k):
+    return (k[0], tuple(k[1:])) if isinstance(k, tuple) else (str(k), ())
+
+
+class _InProcess:
+    """``Tileable.execute``/``fetch`` run the chunk graph in this process, one task after
+    another (chunk 0 first).  ``pick(key, sizes)`` chooses a task (``sizes``: keys per layer
+    name); it runs ``times`` times, and with ``fail_first`` its first attempt runs inside
+    that context (which must make it raise ``OSError``), then ``on_fail()`` is called and the
+    task is run again, as Dask retries it."""
+
+    def __init__(self, monkeypatch, pick, times=1, fail_first=None, on_fail=None):
+        from mars_dask.tiling.tileable import Tileable
+
+        self.pick, self.times, self.fail_first, self.on_fail = pick, times, fail_first, on_fail
+        self.results, self.picked, self.failed = {}, [], 0
+        monkeypatch.setattr(Tileable, "execute", lambda t, *a, **k: self._execute(t))
+        monkeypatch.setattr(Tileable, "fetch", lambda t, *a, **k: self.results[t.key])
+
+    def _execute(self, t):
+        graph = dict(t.__dask_graph__())
+        sizes = {}
+        for k in graph:
+            if isinstance(k, tuple):
+                sizes[k[0]] = sizes.get(k[0], 0) + 1
+        res = {}
+
+        def run(k):
+            if k in res:
+                return res[k]
+            node = graph[k]
+            values = {d: run(d) for d in sorted(node.dependencies, key=_sort_key)}
+            if not self.pick(k, sizes):
+                res[k] = node(values)
+                return res[k]
+            self.picked.append(k)
+            if self.fail_first is not None and not self.failed:
+                self.failed += 1
+                with pytest.raises(OSError, match="injected"):
+                    with self.fail_first():
+                        node(values)
+                self.on_fail()
+            for _ in range(self.times):
+                res[k] = node(values)
+            return res[k]
+
+        def nest(keys):
+            return [nest(x) for x in keys] if isinstance(keys, list) else run(keys)
+
+        parts = nest(t.__dask_keys__())
+        finish, args = t.__dask_postcompute__()
+        self.results[t.key] = finish(parts, *args)
+        return t
+
+
+def _chunk_write(prefix, n, i):
+    """Picks the write task of chunk ``i`` (among the ``n`` per-chunk tasks of the layer
+    whose name starts with ``prefix``)."""
+    return lambda k, sizes: isinstance(k, tuple) and k[0].startswith(prefix) and sizes[k[0]] == n and k[1] == i
+
+
+@contextlib.contextmanager
+def _torn_writer(method):
+    """``pd.DataFrame.to_csv``/``to_parquet`` write the first half of their bytes, then
+    raise (a disk that went away, a worker that died)."""
+    orig = getattr(pd.DataFrame, method)
+
+    def torn(self, buf, *args, **kwargs):
+        if method == "to_csv":
+            kw = {k: v for k, v in kwargs.items() if k not in ("encoding", "errors", "compression", "mode")}
+            data = orig(self, None, *args, **kw).encode()
+        else:
+            bio = io.BytesIO()
+            orig(self, bio, *args, **kwargs)
+            data = bio.getvalue()
+        half = data[: len(data) // 2]
+        buf.write(half.decode("utf-8", "ignore") if isinstance(buf, io.TextIOBase) else half)
+        buf.flush()
+        raise OSError("injected: the write died half-way")
+
+    setattr(pd.DataFrame, method, torn)
+    try:
+        yield
+    finally:
+        setattr(pd.DataFrame, method, orig)
+
+
+_HOW = ["parquet", "csv-files", "csv-one"]
+_PREFIX = {"parquet": "to-parquet", "csv-files": "to-csv", "csv-one": "to-csv"}
+
+
+def _write(t, how, out):
+    if how == "parquet":
+        return t.to_parquet(str(out))
+    if how == "csv-files":
+        return t.to_csv(str(out / "p-*.csv"))
+    return t.to_csv(str(out / "one.csv"))
+
+
+def _final_names(how, n):
+    return {"parquet": [f"part.{i}.parquet" for i in range(n)], "csv-files": [f"p-{i}.csv" for i in range(n)],
+            "csv-one": ["one.csv"]}[how]
+
+
+def _check_complete_files(how, out, df, step):
+    """Every visible file under a final name is complete and right; the readers of the
+    directory (pyarrow's dataset discovery, a ``*.csv`` glob) see only those."""
+    n = -(-len(df) // step)
+    names = sorted(os.listdir(out)) if out.exists() else []
+    visible = [f for f in names if not f.startswith(".")]
+    assert set(visible) <= set(_final_names(how, n)), names
+    if how == "parquet":
+        for f in visible:
+            i = int(f.split(".")[1])
+            pd.testing.assert_frame_equal(pd.read_parquet(out / f), df.iloc[i * step:(i + 1) * step])
+        if visible:
+            exp = pd.concat([df.iloc[int(f.split(".")[1]) * step:][:step] for f in sorted(visible)], ignore_index=True)
+            pd.testing.assert_frame_equal(pd.read_parquet(out), exp)
+    elif how == "csv-files":
+        for f in visible:
+            i = int(f[2:-4])
+            assert (out / f).read_bytes() == df.iloc[i * step:(i + 1) * step].to_csv().encode()
+        assert sorted(glob.glob(str(out / "*.csv"))) == sorted(str(out / f) for f in visible)
+    else:
+        for f in visible:
+            assert (out / f).read_bytes() == df.to_csv().encode()
+    return names
+
+
+@pytest.mark.parametrize("how", _HOW)
+def test_a_chunk_write_run_twice_leaves_one_correct_output(monkeypatch, tmp_path, how):
+    """Failover re-runs a write task whose result was lost: the output is as if it ran once
+    (the single-file CSV used to get the chunk's rows appended a second time)."""
+    df = _frame(50)
+    run = _InProcess(monkeypatch, _chunk_write(_PREFIX[how], 5, 2), times=2)
+    out = tmp_path / "out"
+    _write(md.DataFrame(df, chunk_size=10), how, out)
+    assert len(run.picked) == 1  # the chunk's write task was found (and ran twice)
+    names = _check_complete_files(how, out, df, 10)
+    assert names == sorted(_final_names(how, 5))  # all there, nothing else (no temporaries, no parts)
+
+
+@pytest.mark.parametrize("how", _HOW)
+def test_a_write_that_dies_half_way_leaves_no_torn_file(monkeypatch, tmp_path, how):
+    """The first attempt of chunk 2's write dies after writing half its bytes: nothing
+    appears under a final name that is not complete (before, the half-written file stayed
+    there, under its final name, until a retry replaced it -- or for good when none came);
+    the retry then completes the output."""
+    df = _frame(50)
+    out = tmp_path / "out"
+    seen = []
+
+    def on_fail():
+        names = _check_complete_files(how, out, df, 10)
+        assert not [f for f in names if ".tmp-" in f], names  # the failed attempt's temporary is gone
+        assert _final_names(how, 5)[0 if how == "csv-one" else 2] not in names
+        seen.append(names)
+
+    method = "to_parquet" if how == "parquet" else "to_csv"
+    run = _InProcess(monkeypatch, _chunk_write(_PREFIX[how], 5, 2), fail_first=lambda: _torn_writer(method),
+                     on_fail=on_fail)
+    _write(md.DataFrame(df, chunk_size=10), how, out)
+    assert run.failed == 1 and len(seen) == 1
+    assert _check_complete_files(how, out, df, 10) == sorted(_final_names(how, 5))
+
+
+def test_single_file_csv_rerun_of_each_chunk_is_byte_identical(monkeypatch, tmp_path):
+    """Whichever chunk's task runs twice (first, middle, last), the single file is byte for
+    byte pandas' ``to_csv`` of the whole frame: one header, every row once, in order."""
+    df = _frame(43)
+    for i in range(5):
+        _InProcess(monkeypatch, _chunk_write("to-csv", 5, i), times=2)
+        p = tmp_path / f"one-{i}.csv"
+        md.DataFrame(df, chunk_size=9).to_csv(str(p), index=False)
+        assert p.read_bytes() == df.to_csv(index=False).encode(), i
+    assert sorted(os.listdir(tmp_path)) == [f"one-{i}.csv" for i in range(5)]
+
+
+# the write kernels themselves, called directly (a local and a non-local filesystem)
+
+def _memory_fs(tmp_name):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = f"/mdtest-{tmp_name}"
+    fs.makedirs(root, exist_ok=True)
+    return fs, root
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_write_kernels_are_atomic_and_idempotent(tmp_path, where):
+    from fsspec.implementations.local import LocalFileSystem
+
+    from mars_dask.dataframe.io.csv import _write_csv_file
+    from mars_dask.dataframe.io.parquet import _write_parquet_part
+
+    if where == "local":
+        fs, root = LocalFileSystem(), str(tmp_path)
+    else:
+        fs, root = _memory_fs(tmp_path.name)
+
+    def listing():
+        return sorted(p.rsplit("/", 1)[1] for p in fs.ls(root, detail=False))
+
+    def read(name):
+        with fs.open(f"{root}/{name}", "rb") as f:
+            return f.read()
+
+    df = _frame(30)
+    try:
+        for _ in range(2):  # the same chunk twice: one file, the same bytes
+            _write_parquet_part(df, fs, f"{root}/part.0.parquet", {"compression": "gzip"})
+            _write_csv_file(df, fs, f"{root}/p-0.csv.gz",
+                            {"index": False, "compression": {"method": "gzip", "mtime": 0}})
+            assert listing() == ["p-0.csv.gz", "part.0.parquet"]
+        pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(read("part.0.parquet"))), df)
+        ref = io.BytesIO()
+        df.to_csv(ref, index=False, mode="wb", compression={"method": "gzip", "mtime": 0, "filename": "p-0.csv.gz"})
+        assert read("p-0.csv.gz") == ref.getvalue()
+        # a write that dies half-way: the complete file stays as it was, no temporary is left
+        good = read("part.0.parquet")
+        with _torn_writer("to_parquet"), pytest.raises(OSError, match="injected"):
+            _write_parquet_part(df.iloc[:5], fs, f"{root}/part.0.parquet", {})
+        with _torn_writer("to_csv"), pytest.raises(OSError, match="injected"):
+            _write_csv_file(df, fs, f"{root}/p-1.csv", {})
+        assert listing() == ["p-0.csv.gz", "part.0.parquet"] and read("part.0.parquet") == good
+    finally:
+        if where == "memory":
+            fs.rm(root, recursive=True)
+
+
+def test_stale_names_are_recognised_exactly():
+    from mars_dask.dataframe.io._common import is_stale, part_path, stale_targets, temp_path
+
+    t = temp_path("/d/part.1.parquet")
+    assert t.startswith("/d/.part.1.parquet.tmp-") and is_stale(t.rsplit("/", 1)[1], {"part.1.parquet"})
+    p = part_path("/d/one.csv", "0123456789ab", 7).rsplit("/", 1)[1]
+    assert p == ".one.csv.part-0123456789ab-000007"
+    pt = temp_path("/d/" + p).rsplit("/", 1)[1]
+    names = {"one.csv"}
+    assert is_stale(p, names, parts=True) and is_stale(pt, names, parts=True)
+    assert not is_stale(p, names) and not is_stale(pt, names)  # parts only for single-file outputs
+    for other in ("one.csv", ".one.csv", ".one.csv.tmp-1-xyz", ".one.csv.tmp-12-0badc0de0", ".two.csv.tmp-1-0badc0de",
+                  ".one.csv.part-0123-000001", "one.csv.tmp-1-0badc0de", ".one.csv.partial"):
+        assert not is_stale(other, names, parts=True), other
+    assert stale_targets(["/a/x", "/a/y", "/b/x"]) == {"/a": (["x", "y"], False), "/b": (["x"], False)}
+
+
+# ---- the same on the cluster ---------------------------------------------------------------
+
+
+def test_writes_remove_stale_temporaries_of_their_outputs_only(client, tmp_path):
+    """Temporaries that killed attempts (of this job or an earlier one) left behind are
+    removed by the write's clean-up; other files, hidden or not, are kept."""
+    df = _frame(30)
+    t = md.DataFrame(df, chunk_size=10)
+    pq, one = tmp_path / "pq", tmp_path / "csv"
+    pq.mkdir()
+    one.mkdir()
+    stale_pq = [".part.1.parquet.tmp-999999-0badc0de", ".part.2.parquet.tmp-1-00000000"]
+    keep_pq = [".keep", "_notes.txt", ".part.1.parquet.tmp-x", ".part.9.parquet.tmp-1-0badc0de"]
+    stale_one = [".one.csv.tmp-7-0badc0de", ".one.csv.part-0123456789ab-000003",
+                 "..one.csv.part-0123456789ab-000003.tmp-5-0badc0de"]
+    keep_one = [".one.csv.partial", ".two.csv.part-0123456789ab-000001", "two.csv"]
+    for d, names in ((pq, stale_pq + keep_pq), (one, stale_one + keep_one)):
+        for f in names:
+            (d / f).write_bytes(b"junk")
+    t.to_parquet(str(pq))
+    t.to_csv(str(one / "one.csv"))
+    assert sorted(os.listdir(pq)) == sorted(keep_pq + ["part.0.parquet", "part.1.parquet", "part.2.parquet"])
+    assert sorted(os.listdir(one)) == sorted(keep_one + ["one.csv"])
+    assert (one / "one.csv").read_bytes() == df.to_csv().encode()
+    pd.testing.assert_frame_equal(pd.read_parquet(pq), df)
+    # a glob never reads the temporaries or parts of a write in progress (fsspec's * matches
+    # hidden names, Python's glob and pyarrow do not)
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "one.csv").write_bytes((one / "one.csv").read_bytes())
+    for f in stale_one:
+        (only / f).write_bytes(b"junk")
+    assert_pandas(md.read_csv(str(only / "*"), index_col=0), pd.read_csv(one / "one.csv", index_col=0))
+
+
+def test_single_file_csv_compression_and_encodings(client, tmp_path):
+    """A single file written in parts is what pandas writes for the whole frame: byte for
+    byte uncompressed, with byte-order-mark encodings (the mark written once), bz2 and tar;
+    gzip (same header with a fixed mtime; pandas' own flushes shape the deflate blocks), zip
+    and xz decompress to the same bytes.  Nothing else is left in the directory."""
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    df = _frame(37)
+    t = md.DataFrame(df, chunk_size=8)
+    ours, ref = tmp_path / "ours", tmp_path / "pandas"
+    ref.mkdir()
+    exact = [
+        ("a.csv", dict(compression="bz2")),
+        ("a.csv.tar", dict()),
+        ("u8.csv", dict(encoding="utf-8-sig")),
+        ("u16.csv", dict(encoding="utf-16", index=False)),
+    ]
+    for name, kw in exact:
+        assert t.to_csv(str(ours / name), **kw) is None
+        df.to_csv(ref / name, **kw)
+        assert (ours / name).read_bytes() == (ref / name).read_bytes(), name
+    assert bz2.decompress((ours / "a.csv").read_bytes()) == df.to_csv().encode()
+    gz = {"method": "gzip", "mtime": 0}
+    t.to_csv(str(ours / "a.csv.gz"), compression=gz)
+    df.to_csv(ref / "a.csv.gz", compression=gz)
+    head = len(b"\x1f\x8b\x08\x08") + 6 + len(b"a.csv\x00")  # magic, flags, mtime, xfl, os, file name
+    assert (ours / "a.csv.gz").read_bytes()[:head] == (ref / "a.csv.gz").read_bytes()[:head]
+    assert gzip.decompress((ours / "a.csv.gz").read_bytes()) == df.to_csv().encode()
+    t.to_csv(str(ours / "a.csv.xz"), index=False)
+    assert lzma.decompress((ours / "a.csv.xz").read_bytes()) == df.to_csv(index=False).encode()
+    t.to_csv(str(ours / "a.csv.zip"), index=False)
+    df.to_csv(ref / "a.csv.zip", index=False)
+    with zipfile.ZipFile(ours / "a.csv.zip") as z, zipfile.ZipFile(ref / "a.csv.zip") as zr:
+        assert z.namelist() == zr.namelist() == ["a.csv"]
+        assert z.read("a.csv") == zr.read("a.csv") == df.to_csv(index=False).encode()
+    # one file per chunk, compressed
+    paths = t.to_csv(str(ours / "gz" / "p-*.csv.gz"), compression=gz)
+    assert len(paths) == 5
+    for i, p in enumerate(paths):
+        with open(p, "rb") as f:
+            assert gzip.decompress(f.read()) == df.iloc[i * 8:(i + 1) * 8].to_csv().encode()
+    assert sorted(os.listdir(ours)) == sorted([n for n, _ in exact] + ["a.csv.gz", "a.csv.zip", "a.csv.xz", "gz"])
+    assert sorted(os.listdir(ours / "gz")) == [f"p-{i}.csv.gz" for i in range(5)]

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import io
 import math
+import secrets
+import shutil
 
 import pandas as pd
 from dask.utils import parse_bytes
 
-from ...tiling.core import new_key, random_key
+from ...tiling.core import new_key
 from ..core import DataFrame, DataFrameOperand, Series, nan, register_method
-from ._common import expand_paths, file_token, finish_parts, needs_finish
+from ._common import (_WriteOp, atomic_write, execute_writes, expand_paths, file_token, finish_parts,  # noqa: F401
+                      is_local, needs_finish, part_path, split_path, stale_targets)
 
 __all__ = ["read_csv"]
 
@@ -196,67 +199,115 @@ def read_csv(
 
 
 # ---- writing ----------------------------------------------------------------------------
+#
+# Every file is written atomically (``_common.atomic_write``: a temporary name, then a rename),
+# and every task writes the same final name each time it runs, so a task re-run by failover or
+# killed half-way never leaves a torn or duplicated file.
+#
+# One file per chunk (``"out/part-*.csv"``): each chunk's task writes its file.
+#
+# One file (a plain path): chunk ``i``'s task writes its rows (with the header for chunk 0
+# only, uncompressed) to the hidden part ``.<name>.part-<job token>-<i:06d>`` next to the
+# target; one more task concatenates the parts in order into the target (compressing as
+# asked) -- through a temporary and a rename too.  No task appends to a shared file, so any
+# task may run again at any time: a part is rewritten with identical bytes, the concatenation
+# reads complete parts only.  The parts are removed by the clean-up job that runs after the
+# writes (``execute_writes``), never by a write task (a re-run of the concatenation must
+# still find them).  A frame of one chunk is written straight to the target.
 
 
-def _write_csv_part_kernel(part, fs, path, kwargs):
-    kwargs = dict(kwargs)
-    encoding = kwargs.pop("encoding", None) or "utf-8"
-    compression = kwargs.pop("compression", "infer")
-    from pandas.io.common import infer_compression
+def _no_bom(encoding: str) -> str:
+    """The encoding to continue a text with: without the byte-order mark that
+    ``utf-8-sig`` / ``utf-16`` / ``utf-32`` put at the start of a stream."""
+    import codecs
 
-    comp = infer_compression(path, compression)
-    with fs.open(path, "wb", compression=_fsspec_compression(comp)) as f:
-        w = io.TextIOWrapper(f, encoding=encoding, newline="")
-        part.to_csv(w, **kwargs)
-        w.flush()
-        w.detach()
-    return path
+    info = codecs.lookup(encoding)
+    bom = codecs.getincrementalencoder(info.name)().encode("")
+    if not bom:
+        return encoding
+    if info.name == "utf-8-sig":
+        return "utf-8"
+    for base in ("utf-16", "utf-32"):
+        if info.name == base:
+            return base + ("-le" if bom in (codecs.BOM_UTF16_LE, codecs.BOM_UTF32_LE) else "-be")
+    raise ValueError(f"md to_csv cannot write encoding {encoding!r} in parts (it starts with a byte-order mark)")
 
 
-def _append_csv_part(prev, part, fs, path, first, kwargs):
-    """Write part ``i`` of a single-file CSV after part ``i - 1`` (``prev``) is written."""
-    kwargs = dict(kwargs)
-    encoding = kwargs.pop("encoding", None) or "utf-8"
-    kwargs.pop("compression", None)
+def csv_compression(path: str, compression):
+    """pandas' compression argument for writing ``path`` (``None``, or a dict with
+    ``method``), with the names pandas would derive from ``path`` filled in: the gzip
+    header's file name, the member name in zip/tar archives and the tar mode (the file is
+    written under a temporary name, which must not show up inside it)."""
+    from pathlib import PurePosixPath
+
+    from pandas.io.common import get_compression_method, infer_compression
+
+    method, args = get_compression_method(compression)
+    method = infer_compression(path, method)
+    if method is None:
+        return None
+    args = dict(args)
+    name = split_path(path)[1]
+    suffix = PurePosixPath(name).suffix
+    if method == "gzip":
+        args.setdefault("filename", name)
+    elif method == "zip":
+        args.setdefault("archive_name", name[: -len(suffix)] if suffix == ".zip" else name)
+    elif method == "tar":
+        args.setdefault("archive_name", name[: -len(suffix)] if suffix == ".tar" else name)
+        args.setdefault("mode", "w:" + suffix[1:] if suffix in (".gz", ".xz", ".bz2") else "w")
+    return {"method": method, **args}
+
+
+def _split_kwargs(kwargs):
+    kw = dict(kwargs)
+    encoding = kw.pop("encoding", None) or "utf-8"
+    errors = kw.pop("errors", None) or "strict"
+    compression = kw.pop("compression", "infer")
+    kw.pop("mode", None)
+    return kw, encoding, errors, compression
+
+
+def _csv_to(part, f, kwargs, compression, first=True):
+    """``part.to_csv`` into the binary file ``f`` (``first``: the start of the file)."""
+    kw, encoding, errors, _ = _split_kwargs(kwargs)
     if not first:
-        kwargs["header"] = False
-    with fs.open(path, "wb" if first else "ab") as f:
-        w = io.TextIOWrapper(f, encoding=encoding, newline="")
-        part.to_csv(w, **kwargs)
-        w.flush()
-        w.detach()
-    return path
+        kw["header"] = False
+        encoding = _no_bom(encoding)
+    part.to_csv(f, mode="wb", encoding=encoding, errors=errors, compression=compression, **kw)
 
 
-def _fsspec_compression(comp):
-    return {"gzip": "gzip", "bz2": "bz2", "xz": "xz", "zstd": "zstd", None: None}.get(comp, comp)
+def _write_csv_file(part, fs, path, kwargs):
+    """One chunk to its own file ``path`` (atomically); returns ``Series([path])``."""
+    comp = csv_compression(path, _split_kwargs(kwargs)[3])
+    with atomic_write(fs, path) as f:
+        _csv_to(part, f, kwargs, comp)
+    return pd.Series([path], dtype=object)
 
 
-class _WriteOp(DataFrameOperand):
-    """Writes every chunk of its input (each output chunk is the written path)."""
-
-    _op_name = "write"
-
-    def __init__(self, data, writer):
-        super().__init__([data], writer=writer)
-
-    def tile(self):
-        (inp,) = self.inputs
-        chunks = self.writer(self, inp.chunks)
-        return [(chunks, ((1,) * len(chunks),))]
+def _write_csv_part(part, fs, ppath, first, kwargs):
+    """Chunk ``i`` of a single-file CSV to its part file ``ppath`` (uncompressed, header
+    for the first chunk only); returns ``Series([ppath])``."""
+    with atomic_write(fs, ppath) as f:
+        _csv_to(part, f, kwargs, None, first=first)
+    return pd.Series([ppath], dtype=object)
 
 
-def execute_writes(data, writer, name):
-    """Build the write operand over ``data`` and execute it now; returns the written paths."""
-    op = _WriteOp(data, writer)
-    op._op_name = name
-    out = op.new_output(pd.Series([], dtype=object), nan, key=random_key(name))
-    out.execute()
-    return list(out.fetch())
+def _concat_csv_parts(fs, path, compression, *parts):
+    """The part files, in order, into ``path`` (atomically, compressed as asked)."""
+    from pandas.io.common import get_handle
 
-
-def _path_list(part):
-    return pd.Series([part], dtype=object)
+    local = is_local(fs)
+    with atomic_write(fs, path) as f:
+        handles = get_handle(f, "wb", compression=compression, is_text=False)
+        try:
+            for s in parts:
+                for p in s:
+                    with (open(p, "rb") if local else fs.open(p, "rb")) as src:
+                        shutil.copyfileobj(src, handles.handle, 1 << 20)
+        finally:
+            handles.close()
+    return pd.Series([path], dtype=object)
 
 
 def to_csv(self, path_or_buf=None, *, sep=",", index=True, header=True, mode="w", compression="infer",
@@ -265,8 +316,10 @@ def to_csv(self, path_or_buf=None, *, sep=",", index=True, header=True, mode="w"
 
     ``path_or_buf`` with a ``*`` (``"out/part-*.csv"``): one file per chunk (``*`` replaced
     by the chunk number, or ``name_function(i)``); returns the list of written paths (as
-    dask does).  A plain path: one file, written chunk after chunk (header once), returning
-    None as pandas does.  ``None``: the CSV text, as pandas returns it.
+    dask does).  A plain path: one file, byte for byte what pandas writes for the whole
+    frame (header once), returning None as pandas does.  ``None``: the CSV text, as pandas
+    returns it.  Every file is written under a temporary name and renamed into place, so a
+    re-run or killed write task never leaves a torn or duplicated file (module comment).
     """
     from fsspec.core import url_to_fs
 
@@ -279,57 +332,42 @@ def to_csv(self, path_or_buf=None, *, sep=",", index=True, header=True, mode="w"
         raise TypeError(f"to_csv needs a path, got {type(path_or_buf).__name__}")
     fs, root = url_to_fs(path, **(storage_options or {}))
     kw = dict(sep=sep, index=index, header=header, compression=compression, **kwargs)
+    meta = pd.Series([], dtype=object)
     many = "*" in root if single_file is None else not single_file
     if many:
         if "*" not in root:
             raise ValueError("to_csv with several files needs a '*' in the path")
-        parent = root.rsplit("/", 1)[0] if "/" in root else "."
+        parent = split_path(root)[0]
         fs.makedirs(parent, exist_ok=True)
+        written: list = []
 
         def writer(op, chunks):
             out = []
             for i, c in enumerate(chunks):
                 p = root.replace("*", name_function(i) if name_function else str(i))
-                w = op.new_chunk(i, 1, _write_and_list, (c, fs, p, kw), inputs=[c], meta=pd.Series([], dtype=object))
-                out.append(w)
+                written.append(p)
+                out.append(op.new_chunk(i, 1, _write_csv_file, (c, fs, p, kw), inputs=[c], meta=meta))
             return out
 
-        return execute_writes(self.data, writer, "to-csv")
-    parent = root.rsplit("/", 1)[0] if "/" in root else "."
-    if parent:
-        fs.makedirs(parent, exist_ok=True)
-    from pandas.io.common import infer_compression
+        # the paths are known once the frame is tiled (in execute): the clean-up reads them then
+        return execute_writes(self.data, writer, "to-csv", cleanup=lambda: (fs, stale_targets(written)))
+    parent = split_path(root)[0]
+    fs.makedirs(parent, exist_ok=True)
+    token = secrets.token_hex(6)
+    comp = csv_compression(root, compression)
 
-    if infer_compression(root, compression) is not None:
-        # appending compressed streams: write the whole thing at once on a worker
-        def writer(op, chunks):
-            c = op.new_chunk(0, 1, _write_whole_csv, (list(chunks), fs, root, kw), inputs=list(chunks), meta=pd.Series([], dtype=object))
-            return [c]
-    else:
-        def writer(op, chunks):
-            out = []
-            prev = None
-            for i, c in enumerate(chunks):
-                prev = op.new_chunk(i, 1, _append_and_list, (prev, c, fs, root, i == 0, kw),
-                                    meta=pd.Series([], dtype=object))
-                out.append(prev)
-            return out
+    def writer(op, chunks):
+        if len(chunks) == 1:
+            return [op.new_chunk(0, 1, _write_csv_file, (chunks[0], fs, root, kw), inputs=list(chunks), meta=meta)]
+        parts = [
+            op.new_chunk(i, 1, _write_csv_part, (c, fs, part_path(root, token, i), i == 0, kw),
+                         inputs=[c], meta=meta, suffix="-part")
+            for i, c in enumerate(chunks)
+        ]
+        return [op.new_chunk(0, 1, _concat_csv_parts, (fs, root, comp, *parts), inputs=parts, meta=meta)]
 
-    execute_writes(self.data, writer, "to-csv")
+    execute_writes(self.data, writer, "to-csv", cleanup=lambda: (fs, stale_targets([root], parts=True)))
     return None
-
-
-def _write_and_list(part, fs, path, kwargs):
-    return _path_list(_write_csv_part_kernel(part, fs, path, kwargs))
-
-
-def _append_and_list(prev, part, fs, path, first, kwargs):
-    return _path_list(_append_csv_part(prev, part, fs, path, first, kwargs))
-
-
-def _write_whole_csv(parts, fs, path, kwargs):
-    whole = pd.concat(parts) if len(parts) > 1 else parts[0]
-    return _path_list(_write_csv_part_kernel(whole, fs, path, kwargs))
 
 
 register_method(DataFrame, Series, name="to_csv")(to_csv)

@@ -22,7 +22,7 @@ from dask.utils import parse_bytes
 
 from ...tiling.core import new_key
 from ..core import DataFrame, DataFrameOperand, nan, register_method
-from ._common import expand_paths, file_token, finish_parts, needs_finish
+from ._common import atomic_write, execute_writes, expand_paths, file_token, finish_parts, needs_finish, stale_targets
 
 __all__ = ["read_parquet"]
 
@@ -250,9 +250,11 @@ def read_parquet(
 
 
 def _write_parquet_part(part, fs, path, kwargs):
+    """One chunk to the file ``path``, atomically (``_common.atomic_write``: a temporary
+    name, then a rename; a re-run replaces the file with the same content)."""
     if isinstance(part, pd.Series):
         part = part.to_frame()
-    with fs.open(path, "wb") as f:
+    with atomic_write(fs, path) as f:
         part.to_parquet(f, engine="pyarrow", **kwargs)
     return pd.Series([path], dtype=object)
 
@@ -262,10 +264,10 @@ def to_parquet(self, path, engine="pyarrow", compression="snappy", index=None, *
     """Write one Parquet file per chunk into the directory ``path`` (``part.0.parquet``,
     ``part.1.parquet``, ...; ``name_function(i)`` names them otherwise).  Runs immediately
     and returns None, as pandas does; ``md.read_parquet(path)`` reads the directory back
-    (a default RangeIndex round-trips)."""
+    (a default RangeIndex round-trips).  Each file is written under a hidden temporary name
+    and renamed into place, so a write task re-run by failover or killed half-way never
+    leaves a torn file (pyarrow's dataset discovery skips the hidden temporaries)."""
     from fsspec.core import url_to_fs
-
-    from .csv import execute_writes
 
     if engine not in ("pyarrow", "auto"):
         raise ValueError(f"to_parquet supports engine='pyarrow' only, got {engine!r}")
@@ -277,17 +279,20 @@ def to_parquet(self, path, engine="pyarrow", compression="snappy", index=None, *
     fs, root = url_to_fs(path, **(storage_options or {}))
     fs.makedirs(root, exist_ok=True)
     kw = dict(compression=compression, index=index, **kwargs)
+    written: list = []
 
     def writer(op, chunks):
         out = []
         width = len(str(len(chunks) - 1))  # part.0 ... part.9, or part.00 ... part.42: sorted order
         for i, c in enumerate(chunks):
             name = name_function(i) if name_function else f"part.{i:0{width}d}.parquet"
-            out.append(op.new_chunk(i, 1, _write_parquet_part, (c, fs, f"{root.rstrip('/')}/{name}", kw),
-                                    inputs=[c], meta=pd.Series([], dtype=object)))
+            p = f"{root.rstrip('/')}/{name}"
+            written.append(p)
+            out.append(op.new_chunk(i, 1, _write_parquet_part, (c, fs, p, kw), inputs=[c],
+                                    meta=pd.Series([], dtype=object)))
         return out
 
-    execute_writes(self.data, writer, "to-parquet")
+    execute_writes(self.data, writer, "to-parquet", cleanup=lambda: (fs, stale_targets(written)))
     return None
 
 
