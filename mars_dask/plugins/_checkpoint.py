@@ -8,8 +8,31 @@ The worker that computed a result writes it from a background thread (the task i
 done; nothing waits for the write) in the store's formats (numpy raw buffers, pandas as
 Arrow IPC, anything else through Dask's serialization), then tells the scheduler, which
 swaps the key's recipe for :func:`load_checkpoint` and cuts its lineage (see
-``_failover.py``). A checkpoint file is written once under a name derived from the key
-(a temporary name renamed into place, so a reader never sees half a file).
+``_failover.py``).
+
+Files (format: ``spill/_files.py``) live in a private directory
+(:func:`mars_dask._safe_files.private_dir`: ours, 0700, no symlink), one per key under a
+name derived from the key, written atomically (temporary name, then rename) and 0600. Each
+carries the checksum of its payload and a MAC with the cluster's secret (the scheduler's
+:class:`~mars_dask._safe_files.Authenticator`, which travels to the workers inside this
+plugin), because the directory may be on a file system that others can write:
+
+- A file already at a checkpoint's name is kept only if it verifies (checksum, MAC, key):
+  then it is an earlier write of the same key, hence the same value. Anything else
+  (planted, damaged, torn, another cluster's) is replaced.
+- The worker reports the checkpoint (and the scheduler drops the lineage) only after
+  reading the written file back and finding its checksum good.
+- :func:`load_checkpoint` verifies the file before decoding anything in it. A damaged,
+  short, missing or unauthenticated file is lost data; as the lineage behind it was
+  dropped when it was written, the task fails with
+  :class:`~mars_dask.errors.DataIntegrityError` naming the key and the file (never a wrong
+  value, never code from the file).
+- A write that fails (read-only or full directory, unsafe directory) is reported to the
+  scheduler, which keeps the key's lineage (nothing is cut: the key is recomputed after a
+  loss as without checkpoints), logs an error and emits ``checkpoint-failed`` on topic
+  ``mars-failover`` and a warning that clients print. ``execute(checkpoint=True)`` returns
+  normally, since the write happens after its results are done; scattered data, which has
+  no lineage, is then as lost as in plain Dask when its holder dies.
 """
 
 from __future__ import annotations
@@ -22,6 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dask._task_spec import Task
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from .._safe_files import Authenticator, private_dir
+from ..errors import DataIntegrityError, MarsDaskError, StoreCorruptError
 from ..spill import _files
 from ..spill._codec import decode, encode
 from . import _protocol as P
@@ -36,34 +61,57 @@ def checkpoint_path(directory: str, key) -> str:
     return os.path.join(directory, hashlib.blake2b(repr(key).encode(), digest_size=16).hexdigest() + SUFFIX)
 
 
-def write_checkpoint(directory: str, key, value) -> tuple[str, int]:
-    """Write ``value`` as the checkpoint of ``key``; returns ``(path, file size)``. A key
-    already checkpointed is not written again (keys are deterministic: same key, same value)."""
+def _verified_size(path: str, key, auth: Authenticator | None) -> int:
+    """The size of ``path`` once its checksum, key (and with ``auth`` its MAC) check out;
+    raises :class:`DataIntegrityError` (or ``FileNotFoundError``)."""
+    _, buf, offset, size = _files.open_verified(path, key=key, auth=auth)
+    buf.close()
+    return offset + size
+
+
+def write_checkpoint(directory: str, key, value, auth: Authenticator) -> tuple[str, int]:
+    """Write ``value`` as the checkpoint of ``key``; returns ``(path, file size)`` once the
+    file is known good. A file already there is kept only if it verifies (keys are
+    deterministic: same key, same value); anything else is replaced."""
+    private_dir(directory)
     path = checkpoint_path(directory, key)
     try:
-        return path, os.stat(path).st_size
+        return path, _verified_size(path, key, auth)
     except FileNotFoundError:
         pass
+    except StoreCorruptError as e:
+        logger.warning("replacing the checkpoint file of %r: %s", key, e)
     enc = encode(value)
     header = {"key": key, "kind": enc.kind, "meta": enc.meta, "nbytes": enc.nbytes,
               "compression": None, "size": enc.size}
-    try:
-        size = _files.write_file(path, header, enc.write, direct=False, chunk=_IO_CHUNK)
-    except FileExistsError:  # another worker wrote it first (a replica)
-        size = os.stat(path).st_size
-    return path, size
+    _files.write_file(path, header, enc.write, direct=False, chunk=_IO_CHUNK, auth=auth)
+    # read back: the checksum was computed over the bytes the MAC covers
+    return path, _verified_size(path, key, None)
 
 
-def load_checkpoint(path: str):
+def _worker_auth() -> Authenticator:
+    from distributed import get_worker
+
+    plugin = get_worker().plugins.get(MarsCheckpointPlugin.name)
+    if plugin is None:
+        raise MarsDaskError("this worker has no mars_dask checkpoint plugin: it cannot "
+                            "authenticate checkpoint files")
+    return plugin.auth
+
+
+def load_checkpoint(path: str, key):
     """The task run in place of a checkpointed key's lineage: its value, read back from
-    ``path`` (memory-mapped: numpy results are zero-copy views of the page cache)."""
-    buf = _files.map_file(path, willneed=True)
-    header, offset = _files.parse_header(buf)
-    return decode(header["kind"], header["meta"], buf, offset, len(buf) - offset)
+    ``path`` (memory-mapped: numpy results are zero-copy views of the page cache) after
+    checking the file's checksum, MAC and key; raises :class:`DataIntegrityError`."""
+    try:
+        header, buf, offset, size = _files.open_verified(path, key=key, auth=_worker_auth(), willneed=True)
+    except FileNotFoundError:
+        raise DataIntegrityError(key, path, "the checkpoint file is missing") from None
+    return decode(header["kind"], header["meta"], buf, offset, size)
 
 
 def loader_task(key, path: str) -> Task:
-    return Task(key, load_checkpoint, path)
+    return Task(key, load_checkpoint, path, key)
 
 
 def is_loader(run_spec) -> bool:
@@ -72,18 +120,19 @@ def is_loader(run_spec) -> bool:
 
 class MarsCheckpointPlugin(WorkerPlugin):
     """Writes the checkpoints of the results computed on this worker (registered on every
-    worker by the scheduler plugin, which chooses ``directory`` and the boundary kinds)."""
+    worker by the scheduler plugin, which chooses ``directory``, the authenticator and the
+    boundary kinds)."""
 
     name = "mars-dask-checkpoint"
     idempotent = True
 
-    def __init__(self, directory: str, kinds=("checkpoint", "shuffle")):
+    def __init__(self, directory: str, auth: Authenticator, kinds=("checkpoint", "shuffle")):
         self.directory = directory
+        self.auth = auth
         self.kinds = frozenset(kinds)
 
     def setup(self, worker):
         self.worker = worker
-        os.makedirs(self.directory, exist_ok=True)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mars-checkpoint")
         worker.handlers["mars_checkpoint"] = self._checkpoint_keys
 
@@ -103,7 +152,7 @@ class MarsCheckpointPlugin(WorkerPlugin):
             value = self.worker.data[key]
         except KeyError:
             return
-        fut = self._pool.submit(write_checkpoint, self.directory, key, value)
+        fut = self._pool.submit(write_checkpoint, self.directory, key, value, self.auth)
         loop = self.worker.loop
 
         def done(f):
@@ -119,6 +168,8 @@ class MarsCheckpointPlugin(WorkerPlugin):
         exc = f.exception()
         if exc is not None:
             logger.warning("could not checkpoint %r: %s", key, exc)
+            self.worker.batched_send({"op": P.OP_CHECKPOINT_FAILED, "key": key,
+                                      "error": f"{type(exc).__name__}: {exc}"})
             return
         path, size = f.result()
         self.worker.batched_send({"op": P.OP_CHECKPOINTED, "key": key, "path": path, "nbytes": size})

@@ -37,17 +37,29 @@ own ``run_spec`` objects serve restores while they are in memory (the newest
 ``journal-memory-entries`` keys), and an older key's recipe is read back by deserializing
 its graph. Graph files no entry refers to any more are deleted when checkpoints cut
 lineage. Anything that reads lineage flushes the writer first.
+
+Files. The journal and checkpoint directories are private (``_safe_files.private_dir``:
+ours, 0700, no symlink; an unsafe one makes the scheduler refuse to start, naming it) and
+every file in them is 0600. Recipes are pickles, so nothing read back is decoded unless it
+is authenticated: the scheduler keeps a per-cluster secret in ``<journal>/secret``
+(``_safe_files.load_or_create_secret``: a scheduler restarted on the same journal reads its
+own files back) and MACs journal records (``_journal.py``), graph files and, through the
+workers' :class:`MarsCheckpointPlugin` that carries the authenticator, checkpoint files.
+A graph file is ``magic | MAC | meta length | msgpack [header, frame lengths] | frames``,
+the MAC (keyed BLAKE2b) covering the graph's sequence number and everything after it; one
+that does not verify is refused before anything in it is decoded, and the keys that needed
+it are reported as not restorable ("journal-restore-failed").
 """
 
 from __future__ import annotations
 
 import contextvars
-import getpass
 import logging
 import os
 import pickle
 import queue
 import shutil
+import struct
 import tempfile
 import threading
 import time
@@ -55,12 +67,23 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 import dask.config
+import msgpack
 from dask.utils import parse_timedelta
 from distributed.protocol.pickle import dumps as pickle_dumps
 from distributed.protocol.pickle import loads as pickle_loads
 from tornado.ioloop import PeriodicCallback
 
-from ..errors import MarsNoWorkersError
+from .._leftovers import hold_failover_dirs
+from .._safe_files import (
+    MAC_SIZE,
+    Authenticator,
+    load_or_create_secret,
+    private_dir,
+    runtime_root,
+    user_name,
+    write_private,
+)
+from ..errors import DataIntegrityError, MarsNoWorkersError
 from . import _protocol as P
 from ._checkpoint import MarsCheckpointPlugin, is_loader, loader_task
 from ._journal import JournalEntry, LineageIncomplete, LineageJournal
@@ -70,6 +93,8 @@ logger = logging.getLogger("mars_dask.plugins.failover")
 #: see _restart.RECOVERY_BOOST (kept equal: recomputations and restorations share the queue)
 RECOVERY_BOOST = 2**62
 _MAX_KEYS_IN_EVENT = 200
+_GRAPH_MAGIC = b"MDGRAPH1"
+_GRAPH_PRELUDE = struct.Struct(f"<8s{MAC_SIZE}sI")  # magic, MAC, length of the msgpack meta
 
 
 def _cfg(name):
@@ -80,12 +105,40 @@ def _address_tag(address: str) -> str:
     return address.split("://")[-1].replace(":", "-").replace("/", "_") or "scheduler"
 
 
-def default_root() -> str:
-    try:
-        user = getpass.getuser()
-    except Exception:  # pragma: no cover - no user name
-        user = str(os.getuid())
-    return os.path.join(tempfile.gettempdir(), f"mars-dask-{user}")
+def default_root(kind: str = "journal") -> str:
+    """``<root>/mars-dask-<user>``: for the journal (lineage and graphs: small) the runtime
+    directory (``$XDG_RUNTIME_DIR`` where it exists, else the temp dir); for checkpoints
+    (results: large) always the temp dir, on disk (``$XDG_RUNTIME_DIR`` is a small tmpfs)."""
+    root = runtime_root() if kind == "journal" else tempfile.gettempdir()
+    return os.path.join(root, f"mars-dask-{user_name()}")
+
+
+def _graph_bytes(auth: Authenticator, seq: int, header, frames) -> bytes:
+    """A graph file's bytes (see the module docstring); raises if ``header`` is not plain
+    msgpack data."""
+    meta = msgpack.packb([header, [memoryview(f).nbytes for f in frames]], use_bin_type=True)
+    n = struct.pack("<I", len(meta))
+    mac = auth.mac(seq.to_bytes(8, "big"), n, meta, *frames)
+    return b"".join([_GRAPH_PRELUDE.pack(_GRAPH_MAGIC, mac, len(meta)), meta, *frames])
+
+
+def _graph_from(auth: Authenticator, seq: int, data: bytes, path: str, key):
+    """``(header, frames)`` of a graph file's bytes, once its MAC checks out; raises
+    :class:`DataIntegrityError` (naming ``key``, a key that needs it) before decoding
+    anything otherwise."""
+    if len(data) < _GRAPH_PRELUDE.size or data[:8] != _GRAPH_MAGIC:
+        raise DataIntegrityError(key, path, "not a graph file (bad magic)")
+    _, mac, n = _GRAPH_PRELUDE.unpack_from(data)
+    body = memoryview(data)[_GRAPH_PRELUDE.size - 4:]  # meta length, meta, frames
+    if not auth.verify(mac, seq.to_bytes(8, "big"), body):
+        raise DataIntegrityError(key, path, "graph file authentication failed (not written by "
+                                            "this cluster, or altered)")
+    header, sizes = msgpack.unpackb(body[4:4 + n], use_list=False, raw=False, strict_map_key=False)
+    frames, pos = [], 4 + n
+    for size in sizes:
+        frames.append(body[pos:pos + size])
+        pos += size
+    return header, frames
 
 
 @dataclass
@@ -104,8 +157,8 @@ class Failover:
         self.s = scheduler
         self.journal: LineageJournal | None = None
         self.counts = {"restored_keys": 0, "restore_failures": 0, "checkpoints_written": 0,
-                       "checkpoint_loads": 0, "worker_losses": 0, "recomputed": 0, "rejoined_keys": 0,
-                       "no_worker_failures": 0, "graphs": 0}
+                       "checkpoint_failures": 0, "checkpoint_loads": 0, "worker_losses": 0, "recomputed": 0,
+                       "rejoined_keys": 0, "no_worker_failures": 0, "graphs": 0}
         self.graph_seq = 0
         self._recorded: set = set()
         self._specs: OrderedDict = OrderedDict()  # key -> run_spec (newest keys) for restores
@@ -121,19 +174,26 @@ class Failover:
         self._no_workers_since: float | None = None
         self._pc: PeriodicCallback | None = None
         self._closed = False
+        self._checkpoints_failing = False  # the clients were warned; cleared by a success
+        self._dir_locks: list = []
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
         s = self.s
         tag = _address_tag(s.address)
-        self.journal_dir = os.path.join(_cfg("journal-directory") or os.path.join(default_root(), "journal"), tag)
-        self.checkpoint_dir = os.path.join(
-            _cfg("checkpoint-directory") or os.path.join(default_root(), "checkpoints"), tag
-        )
-        os.makedirs(self.checkpoint_dir, exist_ok=True)
-        self.journal = LineageJournal.open(self.journal_dir, max_memory_entries=int(_cfg("journal-memory-entries")))
-        self.graphs_dir = os.path.join(self.journal_dir, "graphs")
-        os.makedirs(self.graphs_dir, exist_ok=True)
+        # private directories (refused, naming them, if unsafe: see the module docstring)
+        self.journal_dir = private_dir(os.path.join(
+            _cfg("journal-directory") or os.path.join(default_root(), "journal"), tag))
+        self.checkpoint_dir = private_dir(os.path.join(
+            _cfg("checkpoint-directory") or os.path.join(default_root("checkpoints"), "checkpoints"), tag))
+        # held while this scheduler lives (a crash releases them): a later start's sweep
+        # (mars_dask._leftovers) removes directories of clusters nobody holds any more
+        self._dir_locks = hold_failover_dirs(self.journal_dir, self.checkpoint_dir, tag)
+        self._probe_checkpoint_dir()
+        self.auth = Authenticator(load_or_create_secret(self.journal_dir))
+        self.journal = LineageJournal.open(self.journal_dir, max_memory_entries=int(_cfg("journal-memory-entries")),
+                                           auth=self.auth)
+        self.graphs_dir = private_dir(os.path.join(self.journal_dir, "graphs"))
         self._recorded = set(self.journal.keys())
         self.graph_seq = self.journal.max_graph_seq()
         self.memory_entries = int(_cfg("journal-memory-entries"))
@@ -153,11 +213,12 @@ class Failover:
             s.update_data = self._update_data  # Scheduler.scatter calls self.update_data
             s.handlers["update_data"] = self._update_data
         s.stream_handlers[P.OP_CHECKPOINTED] = self.checkpointed
+        s.stream_handlers[P.OP_CHECKPOINT_FAILED] = self.checkpoint_failed
         s.handlers["mars_failover_stats"] = self.stats
 
         kinds = ["checkpoint"] + (["shuffle"] if _cfg("checkpoint-shuffles") else [])
         await s.register_worker_plugin(
-            comm=None, plugin=pickle_dumps(MarsCheckpointPlugin(self.checkpoint_dir, kinds)),
+            comm=None, plugin=pickle_dumps(MarsCheckpointPlugin(self.checkpoint_dir, self.auth, kinds)),
             name=MarsCheckpointPlugin.name, idempotent=True,
         )
         timeout = _cfg("no-workers-timeout")
@@ -165,6 +226,18 @@ class Failover:
         if self.no_workers_timeout is not None:
             self._pc = PeriodicCallback(self._check_workers, 1000)
             self._pc.start()
+
+    def _probe_checkpoint_dir(self) -> None:
+        """Say at once (log and event) if the checkpoint directory cannot be written; the
+        workers' failed writes are then reported one by one (:meth:`checkpoint_failed`)."""
+        probe = os.path.join(self.checkpoint_dir, f".probe-{os.getpid()}")
+        try:
+            write_private(probe, b"")
+            os.unlink(probe)
+        except OSError as e:
+            logger.error("the checkpoint directory %s cannot be written (%s): results will keep "
+                         "their lineage instead of being checkpointed", self.checkpoint_dir, e)
+            self.event("checkpoint-directory-unwritable", directory=self.checkpoint_dir, error=str(e))
 
     def close(self) -> None:
         """A normal close: the job is over, nothing needs the journal or the checkpoints."""
@@ -180,6 +253,8 @@ class Failover:
             self.journal.close()
             shutil.rmtree(self.journal_dir, ignore_errors=True)
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        for lock in self._dir_locks:
+            lock.release()
 
     # -- the journal ------------------------------------------------------------------------
     def _writer(self) -> None:
@@ -222,11 +297,13 @@ class Failover:
         """On the writer thread: the graph file (once), then the entries."""
         entries = []
         if expr is not None:
-            path = self._graph_path(seq)
-            tmp = path + ".tmp"
-            with open(tmp, "wb") as f:
-                pickle.dump((expr.header, [bytes(fr) for fr in expr.frames]), f, protocol=5)
-            os.replace(tmp, path)
+            try:
+                data = _graph_bytes(self.auth, seq, expr.header, expr.frames)
+            except Exception as e:  # noqa: BLE001 - a header msgpack refuses: journal each recipe
+                logger.info("graph %d: header not storable (%s); journaling its recipes one by one", seq, e)
+                expr = None
+            else:
+                write_private(self._graph_path(seq), data)
         for key, spec, deps, prio, tileable, boundary in items:
             recipe = b""  # in the graph file
             if expr is None:
@@ -239,7 +316,8 @@ class Failover:
 
     def _spec_of(self, entry: JournalEntry):
         """The recipe of a journaled key: the scheduler's own object while remembered,
-        else from the entry or its graph file."""
+        else from the entry (journal records are authenticated) or its graph file (verified
+        before it is decoded)."""
         spec = self._specs.get(entry.key)
         if spec is not None:
             return spec
@@ -250,8 +328,9 @@ class Failover:
             from distributed.protocol import deserialize
             from distributed.scheduler import _materialize_graph
 
-            with open(self._graph_path(entry.graph_seq), "rb") as f:
-                header, frames = pickle.load(f)
+            path = self._graph_path(entry.graph_seq)
+            with open(path, "rb") as f:
+                header, frames = _graph_from(self.auth, entry.graph_seq, f.read(), path, entry.key)
             dsk, _ = _materialize_graph(deserialize(header, frames), validate=False)
             self._graph_cache[entry.graph_seq] = dsk
             while len(self._graph_cache) > 2:
@@ -333,7 +412,10 @@ class Failover:
             try:
                 spec = self._spec_of(e)
             except Exception as exc:
+                self.counts["restore_failures"] += 1
                 logger.warning("cannot read the journaled recipe of %r: %s", e.key, exc)
+                self.event("journal-restore-failed", missing=_some(missing), n=len(missing),
+                           unreadable=e.key, error=str(exc))
                 return lost
             dsk[e.key] = spec
             self._restoring[e.key] = e.priority if isinstance(e.priority, (int, float)) else 0
@@ -358,6 +440,7 @@ class Failover:
         if ts is None or ts.state == "forgotten":
             return
         self.counts["checkpoints_written"] += 1
+        self._checkpoints_failing = False
         spec = loader_task(key, path)
         ann = ts.annotations or {}
         p = ts.priority
@@ -378,6 +461,20 @@ class Failover:
         if ts.state == "memory" or (ts.run_spec is None and ts.state != "processing"):
             self._cut(ts, spec)
         self.event("checkpoint", key=key, nbytes=nbytes, worker=worker)
+
+    def checkpoint_failed(self, worker=None, key=None, error=None) -> None:
+        """A worker could not write ``key``'s checkpoint: nothing is cut (the journal and
+        the scheduler keep its lineage); said loudly: log, event, and a warning to the
+        clients at the first failure after a success."""
+        self.counts["checkpoint_failures"] += 1
+        logger.error("could not checkpoint %r on %s: %s; its lineage is kept", key, worker, error)
+        self.event("checkpoint-failed", key=key, worker=worker, error=error, directory=self.checkpoint_dir)
+        if not self._checkpoints_failing:
+            self._checkpoints_failing = True
+            msg = (f"mars_dask: checkpoints cannot be written to {self.checkpoint_dir} ({error}); "
+                   f"results keep their lineage instead (see the 'checkpoint-failed' events on topic "
+                   f"{P.EVENT_TOPIC!r})")
+            self.s.log_event("warn", {"message": pickle.dumps(msg), "category": pickle.dumps(RuntimeWarning)})
 
     def _cut(self, ts, spec) -> None:
         """``ts`` now reads its checkpoint: detach it from its inputs and let Dask forget the

@@ -7,21 +7,32 @@ journal spans graphs, ``lineage([key_of_graph_7], is_available)`` walks back int
 of graph 2 that graph 7 depended on.
 
 On disk
-    A directory of append-only segment files ``segment-NNNNNNNN.mdj``. Each record is
-    ``>II`` (payload length, zlib.crc32(payload)) followed by a msgpack payload:
+    A private directory (0700, :func:`mars_dask._safe_files.private_dir`) of append-only
+    segment files ``segment-NNNNNNNN.mdj`` (0600). Each record is a frame::
+
+        magic FE 4D 4A 31 | length >I | zlib.crc32(payload) >I | MAC (32 bytes) | payload
+
+    where the MAC is a keyed BLAKE2b of the payload
+    (:class:`~mars_dask._safe_files.Authenticator`; by default with the secret kept in the
+    directory: recipes are pickles, so nothing is accepted from disk that this journal's
+    secret did not sign) and the payload is msgpack:
     ``[0, graph_seq, key, recipe, dependencies, priority, tileable, boundary]`` for an
     entry, ``[1, checkpoint_keys, forgotten_keys]`` for a :meth:`drop_before` marker.
     Re-recording a key replaces it (later record wins). A restarted scheduler reads the
-    directory back with :meth:`LineageJournal.open`: segments are replayed in order; a torn
-    record (truncated header/payload, bad CRC, undecodable payload) is logged on
-    ``mars_dask.plugins.journal``, skipped, and the file is truncated back to the last good
-    record so later appends continue cleanly.
+    directory back with :meth:`LineageJournal.open`: segments are replayed in order. A bad
+    record (bad magic, length past the end, bad CRC or MAC, undecodable payload) is skipped
+    and the reader resynchronises on the next magic whose record checks out, logging what
+    it skipped on ``mars_dask.plugins.journal``; later intact records are kept. Only a torn
+    tail (bad bytes up to the end of the file, none of them a CRC-intact record) is
+    truncated, so that later appends continue cleanly; records that are intact but fail the
+    MAC (written with another secret) are never truncated away, only ignored.
 
 Memory
     At most ``max_memory_entries`` entries (with their recipes) are kept in memory, oldest
     by insertion evicted first; every live key also has a small index record
     ``(segment, offset, dependencies)`` so an evicted entry is read back from disk by
-    :meth:`get` (CRC-checked) and :meth:`drop_before` never needs disk reads.
+    :meth:`get` (CRC- and MAC-checked; a record damaged since it was written counts as not
+    journaled) and :meth:`drop_before` never needs disk reads.
 
 Checkpoints
     ``drop_before(keys)`` marks ``keys`` as checkpoints: lineage stops there, and every
@@ -35,6 +46,7 @@ Checkpoints
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 import re
@@ -48,11 +60,15 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from .._safe_files import MAC_SIZE, Authenticator, load_or_create_secret, open_private, private_dir
+
 logger = logging.getLogger("mars_dask.plugins.journal")
 
 Key = Hashable  # str, or a tuple of str/int (nested tuples allowed)
 
-_HEADER = struct.Struct(">II")
+MAGIC = b"\xfeMJ1"
+_HEADER = struct.Struct(">4sII")  # magic, payload length, crc32(payload)
+_FRAME = _HEADER.size + MAC_SIZE  # bytes before the payload
 _ENTRY, _DROP = 0, 1
 _SEGMENT_RE = re.compile(r"^segment-(\d{8})\.mdj$")
 _MAX_RECORD = 1 << 31
@@ -99,11 +115,14 @@ def _segment_name(n: int) -> str:
     return f"segment-{n:08d}.mdj"
 
 
-def _frame(payload_obj) -> bytes:
+def _frame(payload_obj, mac0) -> bytes:
+    """One record; ``mac0``: the keyed hash (``Authenticator.new()``) copied for each MAC."""
     payload = msgpack.packb(payload_obj, use_bin_type=True)
     if len(payload) >= _MAX_RECORD:
         raise ValueError(f"journal record too large ({len(payload)} bytes)")
-    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+    h = mac0.copy()
+    h.update(payload)
+    return _HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + h.digest() + payload
 
 
 def _unpack(payload: bytes):
@@ -116,41 +135,80 @@ def _entry_from(rec) -> JournalEntry:
     return JournalEntry(key, recipe, tuple(deps), priority, tileable, boundary, seq)
 
 
-def read_segment(path: Path):
-    """Yield ``(offset, record)`` for the complete records of one segment and return the
-    offset just past the last good one (via ``StopIteration.value``); stops at the first
-    torn/corrupt record."""
+_NOT_AUTHENTIC = "MAC mismatch (not written with this journal's secret)"
+
+
+def _check(data, pos: int, mac0):
+    """``(record, end, None)`` for a good record at ``pos``, else ``(None, 0, why)``."""
+    n = len(data)
+    if n - pos < _FRAME:
+        return None, 0, "truncated header"
+    magic, length, crc = _HEADER.unpack_from(data, pos)
+    if magic != MAGIC:
+        return None, 0, "bad magic"
+    start = pos + _FRAME
+    end = start + length
+    if end > n:
+        return None, 0, "truncated payload"
+    payload = data[start:end]
+    if zlib.crc32(payload) != crc:
+        return None, 0, "CRC mismatch"
+    h = mac0.copy()
+    h.update(payload)
+    if not hmac.compare_digest(h.digest(), data[pos + _HEADER.size:start]):
+        return None, 0, _NOT_AUTHENTIC
+    try:
+        rec = _unpack(payload)
+        if not isinstance(rec, tuple) or rec[0] not in (_ENTRY, _DROP):
+            raise ValueError("unknown record type")
+    except Exception as e:  # noqa: BLE001 - any decode failure is corruption
+        return None, 0, f"undecodable payload ({e})"
+    return rec, end, None
+
+
+def read_segment(path: Path, auth: Authenticator):
+    """Yield ``(offset, record)`` for the good records of one segment, skipping bad ones
+    (logged) and resynchronising on the next good record. Returns (``StopIteration.value``)
+    ``(offset, why)`` of a torn tail to truncate, or ``(None, None)``."""
     with open(path, "rb") as f:
         data = f.read()
+    mac0 = auth.new()
     pos, n = 0, len(data)
     while pos < n:
-        if n - pos < _HEADER.size:
-            return pos, "truncated header"
-        length, crc = _HEADER.unpack_from(data, pos)
-        start = pos + _HEADER.size
-        if length > n - start:
-            return pos, "truncated payload"
-        payload = data[start:start + length]
-        if zlib.crc32(payload) != crc:
-            return pos, "CRC mismatch"
-        try:
-            rec = _unpack(payload)
-            if not isinstance(rec, tuple) or rec[0] not in (_ENTRY, _DROP):
-                raise ValueError("unknown record type")
-        except Exception as e:  # noqa: BLE001 - any decode failure is corruption
-            return pos, f"undecodable payload ({e})"
+        rec, end, why = _check(data, pos, mac0)
+        if rec is None:
+            bad, first_why, intact = pos, why, why == _NOT_AUTHENTIC
+            pos = data.find(MAGIC, pos + 1)
+            while pos != -1:
+                rec, end, why = _check(data, pos, mac0)
+                if rec is not None:
+                    break
+                intact = intact or why == _NOT_AUTHENTIC
+                pos = data.find(MAGIC, pos + 1)
+            if pos == -1 and not intact:
+                return bad, first_why
+            logger.warning("lineage journal %s: skipped %d bytes at offset %d (%s)%s", path,
+                           (n if pos == -1 else pos) - bad, bad, first_why,
+                           "" if pos == -1 else f"; resynchronised at offset {pos}")
+            if pos == -1:
+                return None, None
         yield pos, rec
-        pos = start + length
-    return pos, None
+        pos = end
+    return None, None
 
 
 class LineageJournal:
-    """See the module docstring. Not process-safe (one writer per directory); thread-safe."""
+    """See the module docstring. Not process-safe (one writer per directory); thread-safe.
+    ``auth``: the :class:`~mars_dask._safe_files.Authenticator` that signs and checks the
+    records (default: one with the secret kept in ``directory``)."""
 
     def __init__(self, directory, max_memory_entries: int = 100_000, *, fsync: bool = False,
-                 segment_bytes: int = 64 << 20, compact_min_dead: int = 1024):
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+                 segment_bytes: int = 64 << 20, compact_min_dead: int = 1024,
+                 auth: Authenticator | None = None):
+        self.directory = Path(private_dir(str(directory)))
+        # default: the secret kept in the directory itself (see the module docstring)
+        self.auth = auth or Authenticator(load_or_create_secret(str(self.directory)))
+        self._mac0 = self.auth.new()
         self.max_memory_entries = max(0, int(max_memory_entries))
         self.fsync = fsync
         self.segment_bytes = segment_bytes
@@ -193,12 +251,12 @@ class LineageJournal:
             path = self._path(seg)
             self._seg_live.setdefault(seg, 0)
             self._seg_records.setdefault(seg, 0)
-            gen = read_segment(path)
+            gen = read_segment(path, self.auth)
             while True:
                 try:
                     offset, rec = next(gen)
                 except StopIteration as stop:
-                    good, problem = stop.value
+                    torn, problem = stop.value
                     break
                 if rec[0] == _ENTRY:
                     entry = _entry_from(rec)
@@ -206,13 +264,13 @@ class LineageJournal:
                     self._put(entry, seg, offset, maintain_dependents=False)
                 else:
                     self._apply_drop(rec[1], rec[2])
-            if problem is not None:
+            if torn is not None:
                 size = path.stat().st_size
                 logger.warning("lineage journal %s: torn record at offset %d (%s); skipping "
-                               "%d trailing bytes and truncating", path, good, problem,
-                               size - good)
+                               "%d trailing bytes and truncating", path, torn, problem,
+                               size - torn)
                 with open(path, "r+b") as f:
-                    f.truncate(good)
+                    f.truncate(torn)
                     f.flush()
                     os.fsync(f.fileno())
         # dependents are rebuilt once, from the final state
@@ -280,7 +338,8 @@ class LineageJournal:
         self._active = seg
         self._seg_live.setdefault(seg, 0)
         self._seg_records.setdefault(seg, 0)
-        self._writer = open(self._path(seg), "ab")  # noqa: SIM115 - long-lived handle
+        fd = open_private(str(self._path(seg)), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self._writer = os.fdopen(fd, "ab")
 
     def _sync(self, fsync) -> None:
         self._writer.flush()
@@ -302,7 +361,7 @@ class LineageJournal:
                 entry = JournalEntry(key, bytes(e.recipe), deps, _as_key(e.priority), e.tileable,
                                      e.boundary, seq)
                 frame = _frame([_ENTRY, seq, key, entry.recipe, deps, entry.priority,
-                                entry.tileable, entry.boundary])
+                                entry.tileable, entry.boundary], self._mac0)
                 write(frame)
                 self._seg_records[self._active] += 1
                 self._put(entry, self._active, offset)
@@ -352,7 +411,11 @@ class LineageJournal:
             loc = self._index.get(key)
             if loc is None:
                 return None
-            return self._read(*loc)
+            try:
+                return self._read(*loc)
+            except OSError as e:  # damaged since it was written: its lineage is unavailable
+                logger.warning("%s", e)
+                return None
 
     def _read(self, seg: int, offset: int) -> JournalEntry:
         if seg == self._active:
@@ -361,20 +424,23 @@ class LineageJournal:
         if f is None:
             f = self._readers[seg] = open(self._path(seg), "rb")  # noqa: SIM115 - cached
         f.seek(offset)
-        header = f.read(_HEADER.size)
-        length, crc = _HEADER.unpack(header)
-        payload = f.read(length)
-        if len(payload) != length or zlib.crc32(payload) != crc:
-            raise OSError(f"lineage journal: corrupt record in {self._path(seg)} at {offset}")
-        return _entry_from(_unpack(payload))
+        data = f.read(_FRAME)
+        if len(data) == _FRAME:
+            data += f.read(_HEADER.unpack_from(data)[1])
+        rec, _, why = _check(data, 0, self._mac0)
+        if rec is None or rec[0] != _ENTRY:
+            raise OSError(f"lineage journal: bad record in {self._path(seg)} at {offset} "
+                          f"({why or 'not an entry'})")
+        return _entry_from(rec)
 
     def lineage(self, keys, is_available: Callable[[Key], bool] = lambda k: False
                 ) -> list[JournalEntry]:
         """Entries needed to rebuild ``keys``, inputs first. The walk skips keys for which
         ``is_available(key)`` is true (targets included: nothing to rebuild), and includes
         but does not walk past checkpointed entries (their recipe reads the checkpoint; a
-        boundary entry whose checkpoint was never written is walked past like any other). Raises :class:`LineageIncomplete` when a needed
-        key is neither available nor journaled."""
+        boundary entry whose checkpoint was never written is walked past like any other).
+        Raises :class:`LineageIncomplete` when a needed key is neither available nor
+        journaled."""
         out: list[JournalEntry] = []
         done: set = set()
         missing: list = []
@@ -442,7 +508,7 @@ class LineageJournal:
                 for d in deps:
                     if self._decref(d) == 0:
                         queue.append(d)
-            self._writer.write(_frame([_DROP, new, forgotten]))
+            self._writer.write(_frame([_DROP, new, forgotten], self._mac0))
             self._sync(fsync)
             self._delete_dead_head()
             self._maybe_compact()
@@ -498,13 +564,13 @@ class LineageJournal:
                 offset = self._writer.tell()
                 self._writer.write(_frame([_ENTRY, e.graph_seq, e.key, e.recipe,
                                            e.dependencies, e.priority, e.tileable,
-                                           e.boundary]))
+                                           e.boundary], self._mac0))
                 self._seg_records[new] += 1
                 self._seg_live[self._index[e.key][0]] -= 1
                 self._seg_live[new] += 1
                 self._index[e.key] = (new, offset)
             if self._checkpoints:
-                self._writer.write(_frame([_DROP, list(self._checkpoints), []]))
+                self._writer.write(_frame([_DROP, list(self._checkpoints), []], self._mac0))
             self._writer.flush()
             os.fsync(self._writer.fileno())
             for seg in old:

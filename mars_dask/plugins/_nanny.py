@@ -15,6 +15,16 @@ the scheduler breaks. With this plugin the worker plugin instead tells the nanny
 it as after any exit, and the new process waits for a scheduler at the same address,
 registers and lists what the store holds (see ``_worker.py``). If no scheduler is back
 within ``mars-dask.worker.scheduler-reconnect-timeout`` the nanny closes, as Dask's would.
+
+Store directories: the nanny holds a shared lock on its worker's two store directories
+(``mars_dask/_leftovers.py``) from its start to its close, computed from what it hands the
+worker process (``data``, name, scheduler address, local directory; see
+``_leftovers.nanny_store_dirs``) and checked again each time a new worker process starts
+(a clean close removes the directories, the next process makes new ones). So they stay
+locked while a killed process is restarted and while the nanny waits for a scheduler,
+and lose their last lock only when the whole worker is gone; at its close the nanny
+removes them if no process holds them any more. When it starts, it sweeps its worker's
+store roots (a background thread) for the directories of dead workers and clusters.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import time
 
 import dask.config
@@ -57,6 +68,9 @@ class MarsNannyPlugin(NannyPlugin):
         self._lost_deadline = None  # scheduler lost: give up at this time (monotonic)
         self._saved_death_timeout = _UNSET
         nanny.handlers["mars_scheduler_lost"] = self._scheduler_lost
+        self.store_dirs = None  # (shm dir, spill dir) of the worker's store
+        self._dir_locks: list = []
+        self._hold_store_dirs(sweep=True)
 
     def teardown(self, nanny):
         self._pc.stop()
@@ -64,6 +78,61 @@ class MarsNannyPlugin(NannyPlugin):
             self._read_rss.close()
         if nanny.handlers.get("mars_scheduler_lost") == self._scheduler_lost:
             del nanny.handlers["mars_scheduler_lost"]
+        # a nanny that closes takes its worker with it: nothing will adopt the files
+        self._release_store_dirs(remove=nanny.status in (Status.closing, Status.closed))
+
+    # -- the store's directories ----------------------------------------------------------
+    def _hold_store_dirs(self, sweep: bool = False) -> None:
+        """Hold (again, if a clean close removed them) the worker's store directories; with
+        ``sweep``, sweep their roots for the directories nobody holds (a thread)."""
+        from .._leftovers import hold_dir, nanny_store_dirs, sweep_in_background
+
+        try:
+            found = nanny_store_dirs(self.nanny)
+            if found is None:
+                self._release_store_dirs()
+                self.store_dirs = None
+                return
+            roots, dirs = found
+            if dirs != self.store_dirs:
+                self._release_store_dirs()
+                self.store_dirs = dirs
+            locks = []
+            for i, d in enumerate(dirs):
+                old = self._dir_locks[i] if i < len(self._dir_locks) else None
+                if old is not None and old.valid():
+                    locks.append(old)
+                    continue
+                if old is not None:
+                    old.release()
+                locks.append(hold_dir(d))
+            self._dir_locks = locks
+        except Exception as e:  # e.g. an unsafe root: the worker process refuses it, naming it
+            logger.warning("cannot hold the store directories of %s: %s", self.nanny.address, e)
+            return
+        if sweep:
+            sweep_in_background(roots=roots, own=dirs, who=f"nanny {self.nanny.address}")
+
+    def _release_store_dirs(self, remove: bool = False) -> None:
+        """Let the store directories go; with ``remove``, delete them if no process holds
+        them any more (a worker process that is still alive holds them: its own close
+        decides)."""
+        from .._leftovers import remove_if_unused
+
+        locks, self._dir_locks = self._dir_locks, []
+        for lk in locks:
+            lk.release()
+        if remove and self.store_dirs:
+            for d in self.store_dirs:
+                try:
+                    if remove_if_unused(d)[0]:
+                        logger.info("removed the store directory %s of a worker that is gone", d)
+                        try:
+                            os.rmdir(os.path.dirname(d))  # its cluster directory, if now empty
+                        except OSError:
+                            pass
+                except Exception as e:  # pragma: no cover
+                    logger.info("could not remove %s: %s", d, e)
 
     # -- scheduler loss -------------------------------------------------------------------
     def _scheduler_lost(self, worker=None) -> str:
@@ -137,6 +206,7 @@ class MarsNannyPlugin(NannyPlugin):
                     self._read_rss.close()
                     self._read_rss = None
         if self._proc is None and proc is not None and proc.pid is not None and proc.exitcode is None:
+            self._hold_store_dirs()  # a new process: its store directories may be new
             self._proc, self._pid, self._rss = proc, proc.pid, 0
             self._recent.clear()
             try:

@@ -14,8 +14,10 @@ OP_CLOSING = "mars-worker-closing"
 HOLD_PREFIX = "mars-hold://"
 
 ANN_BOUNDARY = "mars_boundary"
-#: worker -> scheduler: a checkpoint of a key was written
+#: worker -> scheduler: a checkpoint of a key was written (and read back intact)
 OP_CHECKPOINTED = "mars-checkpointed"
+#: worker -> scheduler: a checkpoint of a key could not be written
+OP_CHECKPOINT_FAILED = "mars-checkpoint-failed"
 #: scheduler.log_event topic of the failover plugin
 EVENT_TOPIC = "mars-failover"
 #: the pseudo-client that keeps results alive for a reconnecting client after a scheduler restart

@@ -519,14 +519,22 @@ class _Summing:
     def close(self) -> None:
         pass
 
+    #: a large buffer is checksummed and handed on in pieces of this size (a multiple of
+    #: ALIGN): the sink's I/O threads write one piece while this thread hashes the next (the
+    #: hash releases the GIL), so the checksum costs no time on top of the write
+    PIECE = 4 * 2**20
+
     def write(self, buf) -> int:
         mv = _as_bytes_view(buf)
-        self.sum.update(mv)
-        if self.mac is not None:
-            self.mac.update(mv)
-        self.n += len(mv)
-        self.sink.write(mv)
-        return len(mv)
+        n = len(mv)
+        for i in range(0, n, self.PIECE):
+            piece = mv[i:i + self.PIECE]
+            self.sum.update(piece)
+            if self.mac is not None:
+                self.mac.update(piece)
+            self.sink.write(piece)
+        self.n += n
+        return n
 
 
 def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: int,

@@ -38,7 +38,13 @@ excepted, and values that did not come from a task (scatter) are written at once
 Who removes the files: ``store.close(remove=True)``, called by the ``StoreTeardown`` worker
 plugin that the store installs on its worker (so a clean worker close, ``client.restart()``
 and cluster close remove everything); deleting a key removes its file at once. A process
-killed by a signal leaves its files for its successor (or for :func:`purge_store`).
+killed by a signal leaves its files for its successor. Directories nobody will adopt (the
+whole cluster crashed, a machine was lost) are swept (``mars_dask/_leftovers.py``): the
+store holds a shared ``flock`` on its two directories while it is open (so does its nanny,
+through restarts), and when a store is first opened it removes, in a background thread,
+the directories under its roots that no live process holds (other clusters' only: its own
+cluster's are left to their nannies); :func:`purge_store` and ``python -m
+mars_dask.cleanup`` remove them on demand.
 """
 
 from __future__ import annotations
@@ -92,7 +98,8 @@ def store_dirs(directory: str, spill_directory: str, cluster: str, name: str) ->
 
 
 def _remove_dir(path: str) -> None:
-    """Remove a store directory and its cluster directory if that is now empty."""
+    """Remove a store directory (this store's own, whoever else holds it) and its cluster
+    directory if that is now empty."""
     shutil.rmtree(path, ignore_errors=True)
     try:
         os.rmdir(os.path.dirname(path))
@@ -100,10 +107,22 @@ def _remove_dir(path: str) -> None:
         pass
 
 
-def purge_store(directory: str, spill_directory: str, cluster: str, name: str) -> None:
-    """Remove the files a (dead) worker left, e.g. from a nanny that is closing."""
+def purge_store(directory: str, spill_directory: str, cluster: str, name: str) -> bool:
+    """Remove the files a dead worker left, unless a live process (the worker, its nanny)
+    holds its directories (see ``mars_dask/_leftovers.py``). Returns whether they are gone."""
+    from .._leftovers import remove_if_unused
+
+    gone = True
     for d in store_dirs(directory, spill_directory, cluster, name):
-        _remove_dir(d)
+        removed, _, _ = remove_if_unused(d)
+        if removed:
+            try:
+                os.rmdir(os.path.dirname(d))
+            except OSError:
+                pass
+        elif os.path.lexists(d):
+            gone = False
+    return gone
 
 
 def _key_file(key) -> str:
@@ -134,10 +153,11 @@ class _SpillFailed(Exception):
 
 
 class _Entry:
-    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes", "own")
+    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes", "own", "verified")
 
     def __init__(self, key, tier, path, header, offset, size, nbytes):
         self.own = False          # shm tier: the held value is the original (file + heap)
+        self.verified = False     # the file's checksum was checked by this process
         self.key = key
         self.tier = tier          # "shm" | "disk" | "pending" (write-behind) | "heap" (no file:
         #                           both writes failed)
@@ -290,20 +310,42 @@ class MarsStore(MutableMapping):
             self._cluster = sched or "local"
         return str(self._cluster)
 
+    #: the shared locks this store holds on its two directories (see ``dirs``)
+    _dir_locks: tuple = ()
+
     @property
     def dirs(self) -> tuple[str, str]:
         """(shared-memory dir, disk dir) of this store; scanning for a previous process's
-        files happens the first time they are needed."""
+        files happens the first time they are needed. Opening them holds a shared lock on
+        each (``mars_dask._leftovers.hold_dir``: created private, 0700, no symlinks, see
+        ``mars_dask._safe_files``) until :meth:`close`, and starts a sweep of the roots for
+        other clusters' directories nobody holds (a background thread)."""
         with self._lock:
             if self._dirs is None:
                 if self._closed:
                     raise StoreError("store is closed")
+                from .._leftovers import hold_dir, sweep_in_background
+
                 dirs = store_dirs(self.directory, self.spill_directory, self.cluster, self.name)
-                for d in dirs:
-                    private_dir(d)  # ours, 0700, no symlinks: see mars_dask._safe_files
+                locks = []
+                try:
+                    for d in dirs:
+                        locks.append(hold_dir(d))
+                except BaseException:
+                    for lk in locks:
+                        lk.release()
+                    raise
+                self._dir_locks = tuple(locks)
                 self._dirs = dirs
                 self._scan()
+                sweep_in_background(roots=(self.directory, self.spill_directory), own=dirs,
+                                    skip_clusters=(_safe(self.cluster),), who=f"store {self.name}")
             return self._dirs
+
+    def _release_dirs(self) -> None:
+        locks, self._dir_locks = self._dir_locks, ()
+        for lk in locks:
+            lk.release()
 
     # -- the mapping --------------------------------------------------------------------
     def __len__(self) -> int:
@@ -610,6 +652,7 @@ class MarsStore(MutableMapping):
                     self._unlink(e)
                 for d in self._dirs:
                     _remove_dir(d)
+            self._release_dirs()  # kept files are then held by the nanny alone, if any
 
     def __repr__(self) -> str:
         n = len(self._entries)
@@ -658,9 +701,10 @@ class MarsStore(MutableMapping):
 
     def _load(self, entry: _Entry, verify: bool | None = None):
         """The value in ``entry``'s file. ``verify`` (default: for the disk tier) checks the
-        file's length and checksum first (:func:`_files.verify`): a value this process wrote
-        to shared memory and holds mapped is not re-checked; a file read back from disk or
-        left by a previous process is."""
+        file's length and checksum first (:func:`_files.verify`), once per file and process:
+        a file read back from disk or left by a previous process is checked when first read
+        (later reads of it come from the page cache that check covered); a value this
+        process wrote to shared memory and holds mapped is not re-checked."""
         if entry.tier in ("heap", "pending"):
             raise StoreError(f"{entry.key!r} is held in the heap only")  # always in the LRU
         h = entry.header
@@ -671,8 +715,9 @@ class MarsStore(MutableMapping):
                                           pool=self.read_pool)
         else:
             buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
-        if entry.tier == "disk" if verify is None else verify:
+        if (entry.tier == "disk" if verify is None else verify) and not entry.verified:
             _files.verify(memoryview(buf)[:entry.offset + entry.size], path=entry.path, key=entry.key)
+            entry.verified = True
         if compressed:
             src = memoryview(buf)[offset:offset + size]
             try:
@@ -744,7 +789,7 @@ class MarsStore(MutableMapping):
             old = entry.path
             os.unlink(old)
         new = self._entry_from(key, "disk", path, header, size)
-        entry.tier, entry.path, entry.header, entry.own = "disk", path, header, False
+        entry.tier, entry.path, entry.header, entry.own, entry.verified = "disk", path, header, False, False
         entry.offset, entry.size = new.offset, new.size
 
     def _adopt(self, entry: _Entry, value) -> None:

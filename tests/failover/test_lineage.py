@@ -1,6 +1,7 @@
 """The failover plugin on real CLI clusters: keys Dask has forgotten rebuilt from the lineage
-journal, checkpoints that cut lineage (scattered data, shuffle map outputs), the journal
-read back by a restarted scheduler, and a clear error when no worker is left.
+journal (and from its graph files, which are authenticated), checkpoints that cut lineage
+(scattered data, shuffle map outputs), the journal read back by a restarted scheduler, and
+a clear error when no worker is left.
 
 Each test compares with what really ran (the scheduler's transition log, counted by
 tests/worker/_counting.py) and bounds every wait."""
@@ -17,10 +18,13 @@ import pandas as pd
 import pytest
 from dask._task_spec import Task, TaskRef
 from distributed import Client
+from distributed.protocol import serialize
 
 import mars_dask
 import mars_dask.dataframe as md
+from mars_dask._safe_files import Authenticator
 from mars_dask.errors import MarsNoWorkersError
+from mars_dask.plugins._failover import _graph_bytes
 from tests.worker import _kernels as K
 from tests.worker.conftest import CLICluster, cli_cluster  # noqa: F401 (fixture)
 
@@ -77,6 +81,55 @@ def test_forgotten_keys_rebuilt_from_journal_across_graphs(cluster):
             assert [r["cause"] for r in rep["recoveries"]] == ["journal"]
     assert results[True] == 35
     assert isinstance(results[False], Exception) and "lost dependencies" in str(results[False])
+
+
+class _MakeDir:
+    """Unpickling it creates a directory: the marker of code run from a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
+def _forgotten(c, *keys):
+    c.wait(lambda: not set(keys) & set(c.client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks))),
+           30, f"{keys} forgotten")
+
+
+def test_graph_files_verified_before_decoding(cluster):
+    """With no recipe kept in memory (journal-memory-entries 0) a forgotten key is rebuilt
+    from the graph file its graph was journaled in; a graph file replaced by one that this
+    cluster did not sign (a pickle that would run code) is refused, never decoded: the
+    graph fails as plain Dask's would ("lost dependencies"), and the refusal is reported."""
+    c = cluster(n_workers=1, env={"DASK_MARS_DASK__FAILOVER__JOURNAL_MEMORY_ENTRIES": "0"})
+    client = c.client
+    graphs = c.tmp.glob("journal/*/graphs/*.graph")
+    a = client.submit(operator.add, 1, 2, key="g-a")
+    b = client.submit(operator.mul, a, 10, key="g-b")
+    assert b.result(timeout=30) == 30
+    x = client.submit(operator.add, 3, 4, key="g-x")
+    assert x.result(timeout=30) == 7
+    mars_dask.failover_report(client)  # waits for the journal writer
+    files = sorted(graphs)
+    assert len(files) == 3 and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+    del a, b, x
+    _forgotten(c, "g-a", "g-b", "g-x")
+    graph = {"g-c": Task("g-c", operator.add, TaskRef("g-b"), 5)}
+    assert client.get(graph, "g-c", sync=True) == 35  # g-a and g-b read back from files 1, 2
+    ex = c.counts()["executed"]
+    assert (ex["g-a"], ex["g-b"]) == (2, 2)
+
+    marker = c.tmp / "pwned"
+    header, frames = serialize(_MakeDir(str(marker)), serializers=["pickle"])
+    files[2].write_bytes(_graph_bytes(Authenticator(os.urandom(32)), int(files[2].stem), header, frames))
+    with pytest.raises(Exception, match="lost dependencies"):
+        client.get({"g-y": Task("g-y", operator.add, TaskRef("g-x"), 1)}, "g-y", sync=True)
+    assert not marker.exists()
+    [ev] = _events(client, "journal-restore-failed")
+    assert ev["unreadable"] == "g-x" and "authentication failed" in ev["error"]
+    assert mars_dask.failover_report(client)["restore_failures"] == 1
 
 
 def test_restored_lineage_runs_before_other_ready_work(cluster):

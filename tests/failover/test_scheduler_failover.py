@@ -200,3 +200,37 @@ def test_embedded_cluster_keeps_its_nannies():
         while not (len(client.scheduler_info()["workers"]) == 2 and cluster.workers.get(name) not in (None, nanny)):
             assert time.monotonic() < deadline + 30, "the closed nanny was not replaced"
             time.sleep(0.2)
+
+
+@pytest.mark.timeout(240)
+def test_corrupt_journal_record_in_the_middle_after_a_scheduler_kill(cluster):
+    """The scheduler is SIGKILLed; bytes in the middle of its journal segment are then
+    overwritten. The restarted scheduler skips the damaged record(s), keeps every later
+    intact one (it does not truncate the segment there), and jobs on the earlier results
+    are exact."""
+    import glob
+    import os
+
+    c = cluster(n_workers=1, nthreads=1)
+    client = c.client
+    x = mt.random.RandomState(3).rand(8, 2_000, chunk_size=(1, 2_000)).execute()
+    y = (x + 1).execute()
+    z = (y * 2).execute()
+    w = (z - x).sum(axis=1).execute()
+    xv = x.fetch()
+    before = mars_dask.failover_report(client)["journal_entries"]
+    assert before >= 4 * 8, before
+    [segment] = glob.glob(str(c.tmp / "journal" / "*" / "segment-*.mdj"))
+    c.kill_scheduler()
+    size = os.path.getsize(segment)
+    with open(segment, "r+b") as f:
+        f.seek(size // 2)
+        f.write(b"\xa5" * 48)  # a damaged record (or two) in the middle
+    _restart_scheduler(c)
+    after = mars_dask.failover_report(client)["journal_entries"]
+    assert before - 4 <= after < before, (before, after)  # only the damaged ones are gone
+    assert os.path.getsize(segment) >= size  # nothing after the damage was truncated away
+    assert "skipped" in c.logs(20000) and "resynchronised" in c.logs(20000)
+    r = (w + z.sum(axis=1) + y.sum(axis=1)).execute()
+    np.testing.assert_allclose(r.fetch(), ((xv + 1) * 2 - xv).sum(axis=1) + ((xv + 1) * 2).sum(axis=1)
+                               + (xv + 1).sum(axis=1), rtol=1e-12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -14,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from mars_dask._safe_files import Authenticator, load_or_create_secret
 from mars_dask.plugins._journal import (
+    _FRAME,
+    MAGIC,
     JournalEntry,
     LineageIncomplete,
     LineageJournal,
     read_segment,
 )
-
-JOURNAL_PY = Path(__file__).resolve().parents[2] / "mars_dask" / "plugins" / "_journal.py"
 
 
 def E(key, deps=(), boundary=None, tileable=None, priority=0):
@@ -35,6 +37,11 @@ def seg_files(d):
 
 def keys_of(entries):
     return [e.key for e in entries]
+
+
+def auth_of(d):
+    """The authenticator a journal in ``d`` uses by default (the secret kept there)."""
+    return Authenticator(load_or_create_secret(str(d)))
 
 
 def test_round_trip_across_graphs(tmp_path):
@@ -98,7 +105,7 @@ def _write_three(d):
         j.record(1, [E("a"), E("b", ["a"])])
         j.record(2, [E("c", ["b"])])
     (f,) = seg_files(d)
-    offsets = [off for off, _ in read_segment(f)]
+    offsets = [off for off, _ in read_segment(f, auth_of(d))]
     return f, offsets
 
 
@@ -108,7 +115,7 @@ def test_reopen_after_torn_last_record(tmp_path, caplog, damage):
     size, last = f.stat().st_size, offsets[-1]
     data = bytearray(f.read_bytes())
     if damage == "truncate-payload":
-        data = data[: last + 8 + 3]
+        data = data[: last + _FRAME + 3]
     elif damage == "truncate-header":
         data = data[: last + 5]
     else:
@@ -194,10 +201,7 @@ def test_drop_before_bounded_over_iterations(tmp_path):
 def test_subprocess_sigkill_while_appending(tmp_path):
     d = tmp_path / "journal"
     script = textwrap.dedent(f"""
-        import importlib.util, sys
-        spec = importlib.util.spec_from_file_location("_journal", {str(JOURNAL_PY)!r})
-        m = importlib.util.module_from_spec(spec); sys.modules["_journal"] = m
-        spec.loader.exec_module(m)
+        import mars_dask.plugins._journal as m
         j = m.LineageJournal({str(d)!r}, max_memory_entries=100)
         i = 0
         while True:
@@ -227,9 +231,10 @@ def test_subprocess_sigkill_while_appending(tmp_path):
             assert e.recipe == bytes([i % 251]) * (1 + (i * 7919) % 30000)
             assert e.graph_seq == i
         data = f.read_bytes()
-        for off, _ in read_segment(f):
-            n, crc = int.from_bytes(data[off:off + 4], "big"), int.from_bytes(data[off + 4:off + 8], "big")
-            assert zlib.crc32(data[off + 8:off + 8 + n]) == crc
+        for off, _ in read_segment(f, auth_of(d)):
+            assert data[off:off + 4] == MAGIC
+            n, crc = int.from_bytes(data[off + 4:off + 8], "big"), int.from_bytes(data[off + 8:off + 12], "big")
+            assert zlib.crc32(data[off + _FRAME:off + _FRAME + n]) == crc
         j.record(10**6, [JournalEntry(("k", len(ns)), b"after", (("k", len(ns) - 1),))])
     with LineageJournal.open(d) as j:
         assert len(j) == len(ns) + 1
@@ -251,3 +256,116 @@ def test_checkpoint_replaces_recipe_and_forgets_lineage(tmp_path):
     with LineageJournal.open(tmp_path) as j2:
         assert len(j2) == 4 and j2.is_checkpoint("x24") and j2.get("x24").recipe == b"load"
         assert keys_of(j2.lineage(["x27"])) == ["x24", "x25", "x26", "x27"]
+
+
+# -- files on disk: private, authenticated, resynchronising ---------------------------------
+
+def _write_many(d, n=12, **kw):
+    """``n`` entries k0..k(n-1) (a chain), one record call each; returns (segment, offsets)."""
+    with LineageJournal(d, **kw) as j:
+        for i in range(n):
+            j.record(i, [E(f"k{i}", [f"k{i - 1}"] if i else [])])
+    (f,) = seg_files(d)
+    return f, [off for off, _ in read_segment(f, kw.get("auth") or auth_of(d))]
+
+
+def test_journal_files_are_private(tmp_path):
+    d = tmp_path / "j"
+    _write_many(d, 3)
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    for p in [*seg_files(d), d / "secret"]:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+
+
+@pytest.mark.parametrize("damage", ["flip-payload", "huge-length", "garbage-span"])
+def test_corrupt_record_in_the_middle_is_skipped_and_later_records_kept(tmp_path, caplog, damage):
+    """The reader resynchronises on the next good record: only the damaged records are
+    lost, every later intact one is read back, and the file is not truncated."""
+    f, offsets = _write_many(tmp_path, 12)
+    data = bytearray(f.read_bytes())
+    if damage == "flip-payload":  # k4's payload
+        data[offsets[5] - 3] ^= 0x55
+        lost = {"k4"}
+    elif damage == "huge-length":  # k4's length field points past the end of the file
+        data[offsets[4] + 4:offsets[4] + 8] = (10**9).to_bytes(4, "big")
+        lost = {"k4"}
+    else:  # from the middle of k4 to the middle of k6
+        data[offsets[4] + 20:offsets[6] + 30] = os.urandom(offsets[6] + 10 - offsets[4])
+        lost = {"k4", "k5", "k6"}
+    f.write_bytes(bytes(data))
+    size = f.stat().st_size
+    with caplog.at_level(logging.WARNING, logger="mars_dask.plugins.journal"):
+        j = LineageJournal.open(tmp_path, max_memory_entries=0)
+    assert sorted(j.keys()) == sorted({f"k{i}" for i in range(12)} - lost)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any(f"at offset {offsets[4]}" in m and "resynchronised" in m for m in msgs), msgs
+    assert f.stat().st_size == size  # nothing truncated
+    assert j.get("k11").recipe == b"recipe:'k11'"  # read back from disk
+    with pytest.raises(LineageIncomplete) as info:
+        j.lineage(["k11"])
+    assert info.value.missing == [sorted(lost)[-1]]
+    j.record(20, [E("after", ["k11"])])
+    j.close()
+    with LineageJournal.open(tmp_path) as j:
+        assert "after" in j and "k11" in j and not lost & set(j.keys())
+
+
+def test_corrupt_middle_and_torn_tail(tmp_path, caplog):
+    f, offsets = _write_many(tmp_path, 6)
+    data = bytearray(f.read_bytes())
+    data[offsets[2] + _FRAME + 1] ^= 0xFF
+    data = data[:offsets[5] + _FRAME + 2]  # k5 torn
+    f.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="mars_dask.plugins.journal"):
+        with LineageJournal.open(tmp_path) as j:
+            assert sorted(j.keys()) == ["k0", "k1", "k3", "k4"]
+    assert f.stat().st_size == offsets[5]
+    assert any("torn record" in r.getMessage() for r in caplog.records)
+
+
+def test_records_of_another_secret_are_not_accepted(tmp_path, caplog):
+    """A journal read with another secret accepts nothing (and truncates nothing); a record
+    forged with another secret between good ones is skipped, the good ones are kept."""
+    mine, theirs = Authenticator(os.urandom(32)), Authenticator(os.urandom(32))
+    f, _ = _write_many(tmp_path, 4, auth=mine)
+    size = f.stat().st_size
+    with caplog.at_level(logging.WARNING, logger="mars_dask.plugins.journal"):
+        with LineageJournal.open(tmp_path, auth=theirs) as j:
+            assert len(j) == 0
+    assert f.stat().st_size == size
+    assert any("MAC mismatch" in r.getMessage() for r in caplog.records)
+    # forge: a record written by a journal with another secret, appended between good ones
+    with LineageJournal.open(tmp_path, auth=mine) as j:
+        assert len(j) == 4
+    other = tmp_path / "other"
+    with LineageJournal(other, auth=theirs) as j:
+        j.record(9, [E("k1", ["evil"]), E("evil")])
+    (g,) = seg_files(other)
+    with open(f, "ab") as out:
+        out.write(g.read_bytes())
+    with LineageJournal.open(tmp_path, auth=mine) as j:
+        j.record(10, [E("k9", ["k3"])])
+    with LineageJournal.open(tmp_path, auth=mine, max_memory_entries=0) as j:
+        assert sorted(j.keys()) == ["k0", "k1", "k2", "k3", "k9"]
+        assert j.get("k1").dependencies == ("k0",)
+        assert keys_of(j.lineage(["k9"])) == ["k0", "k1", "k2", "k3", "k9"]
+    # the default secret is the one kept in the directory: a new one refuses the records
+    d = tmp_path / "default"
+    _write_many(d, 2)
+    (d / "secret").unlink()
+    with LineageJournal.open(d) as j:
+        assert len(j) == 0
+
+
+def test_record_damaged_after_replay_counts_as_missing(tmp_path, caplog):
+    f, offsets = _write_many(tmp_path, 4)
+    with LineageJournal.open(tmp_path, max_memory_entries=0) as j:
+        data = bytearray(f.read_bytes())
+        data[offsets[1] + _FRAME + 2] ^= 0xFF
+        f.write_bytes(bytes(data))
+        with caplog.at_level(logging.WARNING, logger="mars_dask.plugins.journal"):
+            assert j.get("k1") is None
+            with pytest.raises(LineageIncomplete) as info:
+                j.lineage(["k3"])
+        assert info.value.missing == ["k1"]
+        assert any("CRC mismatch" in r.getMessage() for r in caplog.records)
