@@ -403,6 +403,17 @@ def _own_dirs(root: str) -> list[str]:
     return out
 
 
+def _finish_removal(out: list, path: str, kind: str, tag: str, sizes: bool, dry_run: bool) -> None:
+    """A directory renamed for removal whose removal was interrupted (left by a sweeper that
+    died): remove it now and record it, unless another sweeper is still at it."""
+    if not _tombstone_left(path):
+        return
+    size = _walk(path)[1] if sizes else None
+    if not dry_run:
+        shutil.rmtree(path, ignore_errors=True)
+    out.append(Leftover(path, kind, tag, False, "interrupted removal", size, True))
+
+
 def _is_tombstone(path: str) -> bool:
     n = os.path.basename(path)
     return n.startswith(".") and TOMBSTONE in n
@@ -464,12 +475,7 @@ def sweep_store_roots(roots: Iterable[str], *, own: Iterable[str] = (), skip_clu
             cluster = os.path.basename(cdir)
             for wdir in _own_dirs(cdir):
                 if _is_tombstone(wdir):
-                    if not _tombstone_left(wdir):
-                        continue  # another sweeper is removing it
-                    size = _walk(wdir)[1] if sizes else None
-                    if not dry_run:
-                        shutil.rmtree(wdir, ignore_errors=True)
-                    out.append(Leftover(wdir, "store", cluster, False, "interrupted removal", size, True))
+                    _finish_removal(out, wdir, "store", cluster, sizes, dry_run)
                 elif wdir in own:
                     out.append(Leftover(wdir, "store", cluster, True, "this worker's", _size(wdir, sizes)))
                 elif cluster in skip:
@@ -522,12 +528,7 @@ def sweep_failover_roots(journal_root: str, checkpoint_root: str, *, own_tags: I
         for d in _own_dirs(root):
             tag = os.path.basename(d)
             if _is_tombstone(d):
-                if not _tombstone_left(d):
-                    continue  # another sweeper is removing it
-                size = _walk(d)[1] if sizes else None
-                if not dry_run:
-                    shutil.rmtree(d, ignore_errors=True)
-                out.append(Leftover(d, kind, tag, False, "interrupted removal", size, True))
+                _finish_removal(out, d, kind, tag, sizes, dry_run)
             elif cluster_id(tag) in own:
                 out.append(Leftover(d, kind, tag, True, "this scheduler's", _size(d, sizes)))
             elif cluster_id(tag) in live:
