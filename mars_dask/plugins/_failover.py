@@ -176,6 +176,12 @@ class Failover:
         self._closed = False
         self._checkpoints_failing = False  # the clients were warned; cleared by a success
         self._dir_locks: list = []
+        # lineage offload (see _offload): keys in memory some of whose dependency edges this
+        # plugin removed, and released keys waiting to be forgotten
+        self._cut_keys: set = set()
+        self._to_forget: set = set()
+        self._seq_of: dict = {}  # key -> sequence number of the graph that submitted it
+        self.offload = bool(_cfg("offload-lineage"))
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -373,6 +379,8 @@ class Failover:
             specs = self._specs
             for it in items:
                 specs[it[0]] = it[1]
+            if self.offload:
+                self._seq_of.update((it[0], seq) for it in items)
             while len(specs) > self.memory_entries:
                 specs.popitem(last=False)
             expr = self._expr.get()
@@ -577,6 +585,13 @@ class Failover:
         self.event("recovered", **summary)
 
     def transition(self, key, start, finish, stimulus_id) -> None:
+        if self.offload:
+            if start == "memory" and finish == "released":
+                self._offload(key)
+            elif finish == "forgotten":
+                self._cut_keys.discard(key)
+                self._seq_of.pop(key, None)
+                self._specs.pop(key, None)  # its recipe is in the journal on disk
         if self._by_stimulus:
             plan = self._by_stimulus.get(stimulus_id)
             if plan is not None and finish == "waiting":
@@ -593,6 +608,87 @@ class Failover:
                 plan.pending.discard(key)
                 if not plan.pending:
                     self._finish(plan)
+
+    # -- lineage offload --------------------------------------------------------------------
+    def _offload(self, key) -> None:
+        """(Transition hook, ``key`` just left memory.) Keep only the lineage live work needs.
+
+        Dask keeps a released key for as long as a dependent exists, so that it can
+        recompute the dependent if its result is lost: in ``x = f(x).execute()`` every
+        iteration's keys stay in the scheduler for ever. Here a released key that nobody
+        wants and whose dependents all hold their results and came from later graphs (later
+        ``execute()`` calls: inside one graph, Dask's own bookkeeping and the restart holds
+        of ``_restart.py`` work on the lineage as Dask keeps it) is cut from them and
+        forgotten:
+        its recipe lives on in the journal (on disk). If such a dependent later leaves
+        memory while still needed (its result lost), its dependencies are restored from the
+        journal before Dask decides how to recompute it (:meth:`_restore_dependencies`), so
+        recoverability is what it was, and the scheduler holds only the keys of live work."""
+        ts = self.s.tasks.get(key)
+        if ts is None:
+            return
+        dependents = ts.dependents
+        seq = self._seq_of.get(key)
+        if (seq is not None and not ts.who_wants and not ts.waiters and dependents
+                and all(d.state == "memory" and self._seq_of.get(d.key, -1) > seq for d in dependents)):
+            for d in list(dependents):
+                d.dependencies.discard(ts)
+                dependents.discard(d)
+                self._cut_keys.add(d.key)
+            self._cut_keys.discard(key)
+            if not self._to_forget:
+                self.s.loop.add_callback(self._forget_offloaded)
+            self._to_forget.add(key)
+        elif key in self._cut_keys:
+            self._cut_keys.discard(key)
+            if ts.who_wants or ts.waiters or ts.dependents:
+                self._restore_dependencies(ts)
+
+    def _forget_offloaded(self) -> None:
+        keys, self._to_forget = self._to_forget, set()
+        tasks = self.s.tasks
+        recs = {k: "forgotten" for k in keys if (ts := tasks.get(k)) is not None and ts.state == "released"
+                and not ts.dependents and not ts.who_wants and not ts.waiters}
+        if recs:
+            self.s.transitions(recs, stimulus_id=f"mars-lineage-offload-{time.time()}")
+
+    def _restore_dependencies(self, ts) -> None:
+        """Give ``ts`` (released, still needed) back the dependencies :meth:`_offload` cut,
+        restoring forgotten ones (and their lineage) from the journal as released tasks."""
+        s = self.s
+        self.flush()
+        entry = self.journal.get(ts.key)
+        if entry is None:
+            logger.warning("cannot restore the lineage of %r: not in the journal", ts.key)
+            return
+        missing = [d for d in entry.dependencies if d not in s.tasks]
+        try:
+            entries = self.journal.lineage(missing, lambda k: k in s.tasks) if missing else []
+            specs = [(e, self._spec_of(e)) for e in entries]
+        except Exception as e:  # LineageIncomplete, an unreadable graph file
+            self.counts["restore_failures"] += 1
+            logger.warning("cannot restore the lineage of %r from the journal: %s", ts.key, e)
+            self.event("journal-restore-failed", missing=_some(missing), n=len(missing))
+            return
+        restored = []
+        for e, spec in specs:
+            dts = s.new_task(e.key, spec, "released")
+            prio = e.priority if isinstance(e.priority, int | float) else 0
+            dts.priority = (prio - RECOVERY_BOOST, s.generation, 0)
+            for d in e.dependencies:
+                dts.add_dependency(s.tasks[d])
+            restored.append(dts)
+            self._seq_of[e.key] = e.graph_seq
+        spans = s.extensions.get("spans")
+        if spans is not None and restored:  # as update_graph does for the tasks it creates
+            spans.observe_tasks(restored, code=(), span_metadata={})
+        for d in entry.dependencies:
+            dts = s.tasks[d]
+            if dts not in ts.dependencies:
+                ts.add_dependency(dts)
+        if specs:
+            self.counts["restored_keys"] += len(specs)
+            self.event("lineage-restored", key=ts.key, restored=_some(e.key for e, _ in specs), n=len(specs))
 
     # -- no workers -------------------------------------------------------------------------
     def _check_workers(self) -> None:
