@@ -181,6 +181,7 @@ class Failover:
         self._cut_keys: set = set()
         self._to_forget: set = set()
         self._seq_of: dict = {}  # key -> sequence number of the graph that submitted it
+        self._forgotten: list = []  # keys forgotten since the journal last dropped their copies
         self.offload = bool(_cfg("offload-lineage"))
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -589,9 +590,15 @@ class Failover:
             if start == "memory" and finish == "released":
                 self._offload(key)
             elif finish == "forgotten":
+                # its recipe is in the journal on disk: nothing about it stays in memory but
+                # the journal's index
                 self._cut_keys.discard(key)
                 self._seq_of.pop(key, None)
-                self._specs.pop(key, None)  # its recipe is in the journal on disk
+                self._specs.pop(key, None)
+                self._recorded.discard(key)
+                if not self._forgotten:
+                    self.s.loop.add_callback(self._offload_journal)
+                self._forgotten.append(key)
         if self._by_stimulus:
             plan = self._by_stimulus.get(stimulus_id)
             if plan is not None and finish == "waiting":
@@ -643,6 +650,10 @@ class Failover:
             self._cut_keys.discard(key)
             if ts.who_wants or ts.waiters or ts.dependents:
                 self._restore_dependencies(ts)
+
+    def _offload_journal(self) -> None:
+        keys, self._forgotten = self._forgotten, []
+        self._queue.put(lambda: self.journal.offload(keys))  # the writer thread: no lock wait here
 
     def _forget_offloaded(self) -> None:
         keys, self._to_forget = self._to_forget, set()

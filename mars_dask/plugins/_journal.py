@@ -402,6 +402,13 @@ class LineageJournal:
     def is_checkpoint(self, key) -> bool:
         return _as_key(key) in self._checkpoints
 
+    def offload(self, keys) -> None:
+        """Drop the in-memory copies of ``keys``' entries (the scheduler forgot them): they
+        stay on disk, where :meth:`get` reads them back if their lineage is needed."""
+        with self._lock:
+            for k in keys:
+                self._cache.pop(_as_key(k), None)
+
     def get(self, key) -> JournalEntry | None:
         key = _as_key(key)
         with self._lock:

@@ -1,0 +1,141 @@
+"""Soak: scheduler memory and task count of a long-lived cluster, mars_dask beside plain Dask.
+
+    python benchmarks/bench_soak.py [--iterations 10000] [--chunks 100000] [--every 1000]
+
+Each system runs in a fresh process with its own 2-worker ``LocalCluster`` (mars_dask: the
+embedded cluster's configuration, store and plugins installed; plain Dask: no plugins):
+
+1. the loop ``x = f(x)`` with ``x`` held between iterations (mars_dask:
+   ``x = (x + 1).execute()``, no checkpoints; plain Dask: ``x = (x + 1).persist()`` of a
+   dask.array), sampling the scheduler's task count and RSS every ``--every`` iterations;
+2. a job of ``--chunks`` chunks (``(y * 2 + 1).sum()`` of a ``(chunks, 10)`` array in rows
+   of 1): task count and RSS after it ran with its result held, then after the handles are
+   dropped.
+
+Also printed for mars_dask: the failover journal's entries in memory and bytes on disk (the
+journal keeps every recipe on disk: it is what recovery reads after the scheduler forgot
+the keys; its in-memory part is bounded by ``mars-dask.failover.journal-memory-entries``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+
+
+def _scheduler_stats(dask_scheduler):
+    import os
+
+    import psutil
+
+    return len(dask_scheduler.tasks), psutil.Process(os.getpid()).memory_info().rss
+
+
+def _run(system: str, iterations: int, chunks: int, every: int) -> dict:
+    from distributed import Client, LocalCluster
+
+    mars = system == "mars"
+    kw = ({"scheduler_kwargs": {"preload": ["mars_dask"]}, "preload": ["mars_dask"],
+           "preload_nanny": ["mars_dask"]} if mars else {})
+    out = {"loop": [], "job": {}}
+    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0", **kw) as c, \
+            Client(c) as client:
+        def sample(**extra):
+            n, rss = client.run_on_scheduler(_scheduler_stats)
+            return {"tasks": n, "rss_mib": rss / 2**20, **extra}
+
+        out["baseline"] = sample()
+        if mars:
+            import mars_dask
+            import mars_dask.tensor as mt
+
+            x = mt.ones((10, 10), chunk_size=5).execute()
+            step = lambda x: (x + 1).execute()  # noqa: E731
+        else:
+            import dask.array as da
+
+            x = da.ones((10, 10), chunks=5).persist()
+            step = lambda x: (x + 1).persist()  # noqa: E731
+        t0 = time.perf_counter()
+        for i in range(1, iterations + 1):
+            x = step(x)
+            if i % every == 0:
+                gc.collect()
+                extra = {}
+                if mars:
+                    rep = mars_dask.failover_report(client)
+                    extra = {"journal_in_memory": rep["journal_entries_in_memory"],
+                             "journal_mib": rep["journal_bytes"] / 2**20}
+                out["loop"].append(sample(i=i, seconds=time.perf_counter() - t0, **extra))
+        value = float(x.fetch()[0, 0]) if mars else float(x.compute()[0, 0])
+        assert value == iterations + 1, value
+        del x, step
+        gc.collect()
+        time.sleep(2)
+        out["after_loop"] = sample()
+
+        if mars:
+            y = mt.ones((chunks, 10), chunk_size=(1, 10))
+            s = (y * 2 + 1).sum()
+            t0 = time.perf_counter()
+            s.execute()
+            result = s.fetch()
+        else:
+            y = da.ones((chunks, 10), chunks=(1, 10))
+            s = ((y * 2 + 1).sum()).persist()
+            t0 = time.perf_counter()
+            result = s.compute()
+        assert float(result) == chunks * 30, result
+        out["job"]["seconds"] = time.perf_counter() - t0
+        out["job"]["held"] = sample()
+        del s, y
+        gc.collect()
+        time.sleep(3)
+        out["job"]["dropped"] = sample()
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iterations", type=int, default=10_000)
+    p.add_argument("--chunks", type=int, default=100_000)
+    p.add_argument("--every", type=int, default=1000)
+    p.add_argument("--system", choices=["mars", "plain"], help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.system:  # the child
+        print(json.dumps(_run(a.system, a.iterations, a.chunks, a.every)))
+        return 0
+    res = {}
+    for system in ("mars", "plain"):
+        r = subprocess.run([sys.executable, __file__, "--system", system, "--iterations", str(a.iterations),
+                            "--chunks", str(a.chunks), "--every", str(a.every)], capture_output=True, text=True)
+        if r.returncode:
+            print(r.stderr[-3000:], file=sys.stderr)
+            return 1
+        res[system] = json.loads(r.stdout.strip().splitlines()[-1])
+    m, d = res["mars"], res["plain"]
+    print(f"scheduler tasks and RSS (MiB); baseline mars_dask {m['baseline']['tasks']} / "
+          f"{m['baseline']['rss_mib']:.0f}, plain Dask {d['baseline']['tasks']} / {d['baseline']['rss_mib']:.0f}")
+    print(f"\n== loop x = f(x), {a.iterations} iterations")
+    print(f"  {'iteration':>9} {'mars tasks':>10} {'mars RSS':>9} {'journal mem':>11} {'journal MiB':>11}"
+          f" {'dask tasks':>10} {'dask RSS':>9}")
+    for ms, ds in zip(m["loop"], d["loop"]):
+        print(f"  {ms['i']:>9} {ms['tasks']:>10} {ms['rss_mib']:>9.0f} {ms['journal_in_memory']:>11}"
+              f" {ms['journal_mib']:>11.1f} {ds['tasks']:>10} {ds['rss_mib']:>9.0f}")
+    print(f"  handles dropped: mars {m['after_loop']['tasks']} tasks / {m['after_loop']['rss_mib']:.0f} MiB, "
+          f"plain Dask {d['after_loop']['tasks']} / {d['after_loop']['rss_mib']:.0f} MiB; loop time "
+          f"mars {m['loop'][-1]['seconds']:.0f} s, plain Dask {d['loop'][-1]['seconds']:.0f} s")
+    print(f"\n== a {a.chunks}-chunk job")
+    for what in ("held", "dropped"):
+        print(f"  {what:>8}: mars {m['job'][what]['tasks']} tasks / {m['job'][what]['rss_mib']:.0f} MiB, "
+              f"plain Dask {d['job'][what]['tasks']} / {d['job'][what]['rss_mib']:.0f} MiB")
+    print(f"  job time: mars {m['job']['seconds']:.1f} s, plain Dask {d['job']['seconds']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
