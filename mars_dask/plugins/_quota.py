@@ -132,6 +132,7 @@ class Quota:
                 continue
             before = (ts.resource_restrictions or {}).get(P.RESOURCE)
             self.restrict(ts, quota)
-            changed += before != ts.resource_restrictions.get(P.RESOURCE)
+            # a task without an estimate (restored from the journal: no annotations) keeps none
+            changed += before != (ts.resource_restrictions or {}).get(P.RESOURCE)
         if changed:
             logger.debug("re-estimated %d chunks of %s from a measured %d bytes", changed, tileable, used)
