@@ -186,7 +186,8 @@ def _arrow_dtype_ok(dtype) -> bool:
     if isinstance(dtype, pd.StringDtype):
         return dtype.storage == "pyarrow"
     if isinstance(dtype, pd.CategoricalDtype):
-        return dtype.categories is not None and _arrow_dtype_ok(dtype.categories.dtype)
+        # no categories: Arrow gives them back as object, whatever their dtype was
+        return dtype.categories is not None and len(dtype.categories) > 0 and _arrow_dtype_ok(dtype.categories.dtype)
     return isinstance(dtype, (pd.ArrowDtype, pd.DatetimeTZDtype, pd.IntervalDtype, pd.PeriodDtype,
                               *_masked_dtypes()))
 

@@ -153,6 +153,7 @@ def _pandas_values() -> dict:
         "frame-bool-datetime": pd.DataFrame({"b": [True, False], "t": pd.to_datetime(["2020", "NaT"])}),
         "frame-extension": ext,
         "frame-extension-empty": ext.iloc[:0],
+        "frame-categorical-no-categories": pd.DataFrame({"c": pd.Series([], dtype="str").astype("category")}),
         "series-float": pd.Series([1.0, np.nan], name="x"),
         "series-no-name": pd.Series([1, 2, 3], dtype="i1"),
         "series-int-name": pd.Series([1, 2], name=0),
