@@ -330,17 +330,13 @@ def is_tmp_name(name: str) -> bool:
     return ".tmp-" in name
 
 
-class _Sink:
-    """Sequential writer of one file; ``write`` accepts any buffer (pyarrow also calls it
-    as a Python file object)."""
+class _WriteOnly:
+    """The file-object protocol pyarrow.PythonFile uses on a sink: bytes written so far are
+    ``pos``; pyarrow closes its sink, but the real end of a write is the writer's own."""
 
     closed = False
+    pos = 0
 
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.pos = 0
-
-    # file-object protocol used by pyarrow.PythonFile
     def writable(self) -> bool:
         return True
 
@@ -350,8 +346,17 @@ class _Sink:
     def flush(self) -> None:
         pass
 
-    def close(self) -> None:  # pyarrow closes its sink; the real close is finish()
+    def close(self) -> None:
         pass
+
+
+class _Sink(_WriteOnly):
+    """Sequential writer of one file; ``write`` accepts any buffer (pyarrow also calls it
+    as a Python file object); the real close is ``finish()``."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pos = 0
 
     def write(self, buf) -> int:
         mv = _as_bytes_view(buf)
@@ -496,28 +501,15 @@ def _open_for_write(path: str, direct: bool) -> tuple[int, bool]:
     return open_private(path, flags), False
 
 
-class _Summing:
-    """Passes the payload on to a sink, counting it and computing its checksum (and MAC)."""
-
-    closed = False
+class _Summing(_WriteOnly):
+    """Passes the payload on to a sink, counting it (``pos``) and computing its checksum
+    (and MAC)."""
 
     def __init__(self, sink, mac=None):
         self.sink = sink
         self.sum = new_checksum()
         self.mac = mac
-        self.n = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.n
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+        self.pos = 0
 
     #: a large buffer is checksummed and handed on in pieces of this size (a multiple of
     #: ALIGN): the sink's I/O threads write one piece while this thread hashes the next (the
@@ -533,7 +525,7 @@ class _Summing:
             if self.mac is not None:
                 self.mac.update(piece)
             self.sink.write(piece)
-        self.n += n
+        self.pos += n
         return n
 
 
@@ -575,7 +567,7 @@ def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: in
             raise
         size = sink.finish()
         mac = summing.mac.digest() if summing.mac is not None else _NO_MAC
-        _write_prelude(fd, header_block(header, packed, summing.n, summing.sum.intdigest(), mac), direct)
+        _write_prelude(fd, header_block(header, packed, summing.pos, summing.sum.intdigest(), mac), direct)
         os.close(fd)
         fd = -1
     except BaseException:

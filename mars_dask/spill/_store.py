@@ -216,12 +216,11 @@ class MarsStore(MutableMapping):
         if memory_limit is None and manager is not None:
             memory_limit = manager.memory_limit
         self.memory_limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else memory_limit
-        self.directory = directory or _cfg("directory") or default_directory()
-        spill = spill_directory or _cfg("spill-directory")
-        if not spill:
-            spill = (os.path.join(os.path.dirname(worker_local_directory), "mars-spill")
-                     if worker_local_directory else
-                     os.path.join(tempfile.gettempdir(), "mars-dask-spill"))
+        from .._leftovers import store_roots  # one resolution, shared with the nanny's
+
+        self.directory, spill = store_roots(
+            directory, spill_directory,
+            scratch=os.path.dirname(worker_local_directory) if worker_local_directory else None)
         self.spill_directory = spill
         for root in (self.directory, spill):  # refuse a planted or shared root now, clearly
             private_dir(root)
