@@ -328,7 +328,7 @@ def _frames(draw):
     return df
 
 
-_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                             HealthCheck.too_slow])
 
 
@@ -389,7 +389,7 @@ def _evict(key, dask_worker=None):
     return None
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(value=st.one_of(_arrays(), _frames(), st.tuples(_arrays(), _frames())))
 def test_real_worker_store_roundtrip_property(client, value):
