@@ -34,6 +34,10 @@ def _dask_cli() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "dask"]
 
 
+def _nannies_starting(dask_scheduler) -> int:
+    return len(getattr(dask_scheduler, "_starting_nannies", ()))
+
+
 class CLICluster:
     """``mars=True``: scheduler ``--preload mars_dask``, workers ``--nanny --preload mars_dask
     --preload-nanny mars_dask`` (the documented installation). ``mars=False``: the same
@@ -120,6 +124,13 @@ class CLICluster:
             self._spawn(wargs + self.worker_args, f"worker-{i}.log")
         self.client = Client(scheduler_file=str(self.scheduler_file), timeout=timeout)
         self.client.wait_for_workers(self.n_workers, timeout=timeout)
+        # A worker registers before its nanny has finished starting (Nanny.start_unsafe
+        # still writes its final "ok" to the scheduler); a scheduler killed in between makes
+        # the whole `dask worker` exit ("Nanny failed to start"), with or without mars_dask.
+        # Fault tests kill the scheduler, so the cluster is started only once no nanny is
+        # still starting (private: Scheduler._starting_nannies, distributed >= 2024.4).
+        self.wait(lambda: not self.client.run_on_scheduler(_nannies_starting), timeout,
+                  "nannies did not finish starting")
         if self.mars:  # quota resources arrive with (or right after) registration
             self.wait(lambda: all(w["resources"].get("mars-memory") for w in self.workers().values()),
                       timeout, "workers did not advertise mars-memory")
