@@ -295,9 +295,29 @@ class MarsWorkerPlugin(WorkerPlugin):
         await w.scheduler.mars_adopted(worker=w.address, keys=adopted)
         return len(adopted)
 
+    # -- read ahead -----------------------------------------------------------------------
+    def _read_ahead(self) -> None:
+        """Ask the store to read (and check) ahead the inputs of the next tasks to run: a
+        task became ready, or a thread just freed up. The next tasks are the top of the
+        worker state's ``ready`` and ``constrained`` heaps (what ``WorkerState`` runs next;
+        private: HeapSet.peekn)."""
+        store = self._store()
+        if store is None or store.read_ahead <= 0:
+            return
+        state = self.st.worker.state
+        keys = []
+        for heap in (getattr(state, "ready", None), getattr(state, "constrained", None)):
+            if heap:
+                for ts in heap.peekn(store.read_ahead):
+                    keys.extend(d.key for d in ts.dependencies)
+        if keys:
+            store.prefetch(keys)
+
     # -- per-task accounting ------------------------------------------------------------
     def transition(self, key, start, finish, **kwargs):
         st = self.st
+        if finish in ("ready", "constrained") or start == "executing":
+            self._read_ahead()
         if not st.enabled:
             return
         if finish == "executing":

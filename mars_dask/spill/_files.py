@@ -6,7 +6,14 @@ listing the directory::
     [prelude 64 bytes][msgpack header][zero padding to a 4 KiB boundary][payload]
 
     prelude: magic 8 bytes | header length uint32 | crc32 of the header uint32 |
-             payload length uint64 | xxh3-64 of the payload uint64 | MAC 32 bytes
+             payload length uint64 | payload checksum uint64 | MAC 32 bytes
+
+The payload checksum is a one-level hash tree (:class:`BlockSum`): xxh3-64 of each 4 MiB
+block of the payload, then xxh3-64 of those digests. Blocks hash independently, so a reader
+checks a large file on all cores, each core faulting in its own blocks as the disk delivers
+them (:func:`payload_checksum`): on a cold read that overlaps the check with the read
+instead of adding a pass after it. (Files of format 02, whose checksum is one xxh3-64 of
+the whole payload, are still read.)
 
 The payload's length and checksum (and, for files another user may be able to write, a
 keyed MAC over header + payload: :class:`mars_dask._safe_files.Authenticator`) are computed
@@ -53,7 +60,8 @@ import numpy as np
 from .._safe_files import MAC_SIZE, new_checksum, open_private
 from ..errors import DataIntegrityError, StoreCorruptError
 
-MAGIC = b"MARSDS02"
+MAGIC = b"MARSDS03"
+_MAGIC_V2 = b"MARSDS02"  # whole-payload checksum; read, never written
 ALIGN = 4096
 SUFFIX = ".mds"
 _PRELUDE = struct.Struct(f"<8sIIQQ{MAC_SIZE}s")
@@ -95,7 +103,7 @@ def _parse(buf, path=None) -> tuple[dict, int, tuple]:
     if len(buf) < _PRELUDE.size:
         raise StoreCorruptError(f"{path or 'file'}: shorter than its prelude")
     magic, n, crc, size, digest, mac = _PRELUDE.unpack_from(buf, 0)
-    if magic != MAGIC:
+    if magic not in (MAGIC, _MAGIC_V2):
         raise StoreCorruptError(f"{path or 'file'}: not a mars_dask store file (bad magic)")
     if len(buf) < _PRELUDE.size + n:
         raise StoreCorruptError(f"{path or 'file'}: truncated header")
@@ -108,7 +116,7 @@ def _parse(buf, path=None) -> tuple[dict, int, tuple]:
         raise StoreCorruptError(f"{path or 'file'}: undecodable header ({e})") from None
     if not isinstance(header, dict):
         raise StoreCorruptError(f"{path or 'file'}: header is not a map")
-    return header, round_up(_PRELUDE.size + n), (size, digest, mac, packed)
+    return header, round_up(_PRELUDE.size + n), (size, digest, mac, packed, magic)
 
 
 def parse_header(buf) -> tuple[dict, int]:
@@ -127,20 +135,87 @@ def read_header(path: str) -> tuple[dict, int, int]:
             n = _PRELUDE.unpack_from(head, 0)[1]
             if _PRELUDE.size + n > len(head):
                 head += f.read(_PRELUDE.size + n - len(head))
-        header, offset, (size, _, _, _) = _parse(head, path)
+        header, offset, (size, *_) = _parse(head, path)
         actual = os.fstat(f.fileno()).st_size
     if actual != offset + size:
         raise StoreCorruptError(f"{path}: {actual} bytes, expected {offset + size}")
     return header, offset, size
 
 
-def verify(buf, *, path: str, key=None, auth=None) -> tuple[dict, int, int]:
+#: the payload checksum's block size (a multiple of ALIGN)
+BLOCK = 4 * 2**20
+_TOP = struct.Struct("<Q")
+
+
+def _xxh3(buf) -> int:
+    h = new_checksum()
+    h.update(buf)
+    return h.intdigest()
+
+
+class BlockSum:
+    """The payload checksum computed as the payload streams past (``update``), block by
+    block; ``intdigest()`` at the end. An empty payload is one empty block."""
+
+    def __init__(self):
+        self._digests = bytearray()
+        self._h = new_checksum()
+        self._fill = 0
+
+    def update(self, buf) -> None:
+        mv = _as_bytes_view(buf)
+        while len(mv):
+            take = min(len(mv), BLOCK - self._fill)
+            self._h.update(mv[:take])
+            self._fill += take
+            mv = mv[take:]
+            if self._fill == BLOCK:
+                self._digests += _TOP.pack(self._h.intdigest())
+                self._h.reset()
+                self._fill = 0
+
+    def intdigest(self) -> int:
+        digests = bytes(self._digests)
+        if self._fill or not digests:
+            digests += _TOP.pack(self._h.intdigest())
+        return _xxh3(digests)
+
+
+def _lane(mv, blocks) -> list[tuple[int, int]]:
+    return [(i, _xxh3(mv[i * BLOCK:(i + 1) * BLOCK])) for i in blocks]
+
+
+def payload_checksum(payload, lanes: int | None = None) -> int:
+    """:class:`BlockSum`'s digest of a whole payload in memory (or memory-mapped), its
+    blocks hashed by ``lanes`` threads (default: one per core, at most 4; the hash releases
+    the GIL), lane ``j`` taking blocks ``j, j + lanes, ...`` so that all lanes work near the
+    front of the kernel's read-ahead."""
+    mv = _as_bytes_view(payload)
+    n = max(1, -(-len(mv) // BLOCK))
+    lanes = min(n, lanes or min(4, os.cpu_count() or 1))
+    if lanes <= 1:
+        digests = [d for _, d in _lane(mv, range(n))]
+    else:
+        ex = _executor()
+        futs = [ex.submit(_lane, mv, range(j, n, lanes)) for j in range(1, lanes)]
+        try:
+            got = _lane(mv, range(0, n, lanes))
+        finally:
+            _wait_all(futs)  # nothing may still read mv once this returns
+        for f in futs:
+            got += f.result()
+        digests = [d for _, d in sorted(got)]
+    return _xxh3(b"".join(_TOP.pack(d) for d in digests))
+
+
+def verify(buf, *, path: str, key=None, auth=None, lanes: int | None = None) -> tuple[dict, int, int]:
     """Check a whole file's bytes (``buf``: its memory map or a buffer read from it):
     header, payload length, checksum, with ``auth`` its MAC, with ``key`` that it is that
-    key's file. Returns ``(header, payload offset, payload size)``; raises
+    key's file (``lanes``: see :func:`payload_checksum`). Returns ``(header, payload offset,
+    payload size)``; raises
     :class:`DataIntegrityError` naming key and file."""
     try:
-        header, offset, (size, digest, mac, packed) = _parse(buf, path)
+        header, offset, (size, digest, mac, packed, magic) = _parse(buf, path)
     except StoreCorruptError as e:
         raise DataIntegrityError(key, path, str(e).removeprefix(f"{path}: ")) from None
     if key is not None and as_key(header.get("key")) != key:
@@ -152,9 +227,13 @@ def verify(buf, *, path: str, key=None, auth=None) -> tuple[dict, int, int]:
         if auth is not None and not auth.verify(mac, packed, payload):
             raise DataIntegrityError(key, path, "authentication failed (not written by this cluster, "
                                                 "or altered)")
-        h = new_checksum()
-        h.update(payload)
-        if h.intdigest() != digest:
+        if magic == _MAGIC_V2:
+            h = new_checksum()
+            h.update(payload)
+            good = h.intdigest() == digest
+        else:
+            good = payload_checksum(payload, lanes) == digest
+        if not good:
             raise DataIntegrityError(key, path, "payload checksum mismatch")
     finally:
         payload.release()
@@ -507,7 +586,7 @@ class _Summing(_WriteOnly):
 
     def __init__(self, sink, mac=None):
         self.sink = sink
-        self.sum = new_checksum()
+        self.sum = BlockSum()
         self.mac = mac
         self.pos = 0
 

@@ -35,6 +35,14 @@ compute (the restart logic recomputes them). Results that took longer, transfers
 excepted, and values that did not come from a task (scatter) are written at once.
 ``write-delay: 0`` writes every value before ``store[key] = value`` returns.
 
+Checks and read-ahead: a file read back from disk (or left by a previous process) has its
+length and payload checksum checked before anything in it is decoded (``_files.verify``),
+once per file and process. A check has to read the whole file before the value can be
+used, which would serialise the read with the task's compute; so the worker plugin tells
+the store which inputs the next ready tasks will read (:meth:`MarsStore.prefetch`) and a
+background thread reads and checks up to ``read-ahead`` of them while the current task
+runs.
+
 Who removes the files: ``store.close(remove=True)``, called by the ``StoreTeardown`` worker
 plugin that the store installs on its worker (so a clean worker close, ``client.restart()``
 and cluster close remove everything); deleting a key removes its file at once. A process
@@ -60,6 +68,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Iterator, MutableMapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import dask.config
@@ -204,13 +213,14 @@ class MarsStore(MutableMapping):
         page faults as slow as the disk on VMs); fraction (<= 1) of ``memory_limit`` or bytes.
     write_delay: write-behind delay (seconds or a string such as "1s"; 0: write at once).
     write_delay_max_compute: only results that took less than this to compute wait.
+    read_ahead: disk files read and checked ahead at most (:meth:`prefetch`); 0: none.
     """
 
     def __init__(self, worker_local_directory=None, *, directory=None, spill_directory=None,
                  name=None, cluster=None, memory_limit=None, shm_limit=_UNSET,
                  compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET,
                  io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET, write_delay=_UNSET,
-                 write_delay_max_compute=_UNSET):
+                 write_delay_max_compute=_UNSET, read_ahead=_UNSET):
         worker, manager = find_constructing_worker()
         self._worker = weakref.ref(worker) if worker is not None else None
         if memory_limit is None and manager is not None:
@@ -275,6 +285,14 @@ class MarsStore(MutableMapping):
         self._warned: dict = {}
         self._lru: zict.LRU = zict.LRU(self.shm_limit, {}, on_evict=[self._demote],
                                        weight=lambda k, v: self._entries[k].weight_in_memory)
+        ahead = _cfg("read-ahead") if read_ahead is _UNSET else read_ahead
+        self.read_ahead = max(0, int(2 if ahead is None else ahead))
+        self._ahead: dict = {}  # key -> (entry, future of its verified buffer)
+        self._ahead_next: list | None = None  # the latest prefetch() list, not yet considered
+        self._ahead_mutex = threading.Lock()
+        self._ahead_draining = False
+        self._ahead_pool: ThreadPoolExecutor | None = None
+        self.ahead_hits = 0
         if worker is not None:
             install_teardown(worker)
 
@@ -555,9 +573,76 @@ class MarsStore(MutableMapping):
     def __delitem__(self, key) -> None:
         with self._lock:
             entry = self._entries.pop(key)
+            self._ahead.pop(key, None)
             if key in self._lru:
                 del self._lru[key]
             self._unlink(entry)
+
+    # -- read ahead ---------------------------------------------------------------------
+    def prefetch(self, keys) -> None:
+        """Read and check the disk files of ``keys`` (the inputs of the next tasks, in the
+        order they will run) in the background, at most ``read_ahead`` files read and not
+        yet taken, so that the task that reads them finds them checked and in memory: the
+        read and its checksum overlap the compute of the task running now instead of
+        delaying the next one. Each call replaces the previous one's list; a file read
+        ahead that is no longer in it is let go (its check stays done, its pages stay in
+        the page cache). The worker plugin calls this from the event loop: it never waits
+        for the store's lock. Keys held in memory, not on disk or already read ahead are
+        skipped. A file that fails its check here is simply read again by the task, which
+        then gets the error."""
+        if self._closed or self.read_ahead <= 0:
+            return
+        with self._ahead_mutex:
+            self._ahead_next = list(keys)[:64]
+            if self._ahead_draining:
+                return
+            self._ahead_draining = True
+        if self._ahead_pool is None:
+            self._ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="mars-store-ahead")
+        try:
+            self._ahead_pool.submit(self._drain_ahead)
+        except RuntimeError:  # shut down by close()
+            self._ahead_draining = False
+
+    def _drain_ahead(self) -> None:
+        while True:
+            with self._ahead_mutex:
+                keys, self._ahead_next = self._ahead_next, None
+                if keys is None or self._closed:
+                    self._ahead_draining = False
+                    return
+            todo = []
+            with self._lock:
+                wanted = set(keys)
+                for k in [k for k, (_, f) in self._ahead.items() if k not in wanted and f.done()]:
+                    del self._ahead[k]
+                for key in keys:
+                    if len(self._ahead) >= self.read_ahead:
+                        break
+                    entry = self._entries.get(key)
+                    if (entry is None or entry.tier != "disk" or key in self._ahead
+                            or (key in self._lru and self._lru.d.get(key) is not _UNREAD)):
+                        continue
+                    fut: Future = Future()
+                    self._ahead[key] = (entry, fut)
+                    todo.append((entry, fut))
+            for entry, fut in todo:  # in order: a task waiting for one gets it soonest
+                try:
+                    fut.set_result(self._read_file(entry))
+                except BaseException as e:
+                    fut.set_exception(e)
+
+    def _take_ahead(self, entry: _Entry):
+        """The buffer read ahead for ``entry``, or None (not read ahead, or that failed)."""
+        ahead = self._ahead.pop(entry.key, None)
+        if ahead is None or ahead[0] is not entry:
+            return None
+        try:
+            buf = ahead[1].result()
+        except Exception:
+            return None
+        self.ahead_hits += 1
+        return buf
 
     # -- Dask's ManualEvictProto (worker memory monitor) --------------------------------
     @property
@@ -637,6 +722,9 @@ class MarsStore(MutableMapping):
             if not remove:
                 self.flush()
             self._closed = True
+            self._ahead.clear()
+            if self._ahead_pool is not None:
+                self._ahead_pool.shutdown(wait=False, cancel_futures=True)  # it may wait for our lock
             self._queue.clear()
             self._queued.notify_all()
             self._wait_for_writer()  # its temporary file is gone before the directory is
@@ -709,14 +797,9 @@ class MarsStore(MutableMapping):
         h = entry.header
         offset, size = entry.offset, entry.size
         compressed = h.get("compression") == "lz4"
-        if entry.tier == "disk" and self.read_mode == "direct":
-            buf = _files.read_file_direct(entry.path, self.io_chunk, depth=self.read_depth,
-                                          pool=self.read_pool)
-        else:
-            buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
-        if (entry.tier == "disk" if verify is None else verify) and not entry.verified:
-            _files.verify(memoryview(buf)[:entry.offset + entry.size], path=entry.path, key=entry.key)
-            entry.verified = True
+        buf = self._take_ahead(entry) if self._ahead else None
+        if buf is None:
+            buf = self._read_file(entry, verify)
         if compressed:
             src = memoryview(buf)[offset:offset + size]
             try:
@@ -725,6 +808,22 @@ class MarsStore(MutableMapping):
                 src.release()
             buf, offset, size = raw.obj, 0, raw.nbytes
         return decode(h["kind"], h["meta"], buf, offset, size)
+
+    def _read_file(self, entry: _Entry, verify: bool | None = None):
+        """``entry``'s file in memory (mapped, or read O_DIRECT), checked as :meth:`_load`
+        says. Runs without the lock in the read-ahead thread."""
+        if entry.tier == "disk" and self.read_mode == "direct":
+            buf = _files.read_file_direct(entry.path, self.io_chunk, depth=self.read_depth,
+                                          pool=self.read_pool)
+            lanes = None  # in memory: hashed on every core
+        else:
+            buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
+            lanes = 1  # mapped: one pass in file order keeps the kernel's read-ahead ahead
+        if (entry.tier == "disk" if verify is None else verify) and not entry.verified:
+            _files.verify(memoryview(buf)[:entry.offset + entry.size], path=entry.path,
+                          key=entry.key, lanes=lanes)
+            entry.verified = True
+        return buf
 
     def _hold(self, key, value) -> None:
         """Hold ``value`` in memory, moving least recently used values to disk while over the

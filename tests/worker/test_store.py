@@ -26,7 +26,8 @@ import pandas as pd
 import pandas.testing as tm
 import pytest
 
-from mars_dask.spill import MarsStore
+from mars_dask.errors import DataIntegrityError
+from mars_dask.spill import MarsStore, _files
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -832,3 +833,138 @@ def test_large_frames_are_read_back_only_when_read(dirs):
         tm.assert_frame_equal(st[k], df)
     st.close()
     assert files_under(*dirs) == []
+
+
+# -- checksum format and read ahead ----------------------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 4095, _files.BLOCK - 1, _files.BLOCK, _files.BLOCK + 1,
+                               3 * _files.BLOCK + 7])
+def test_block_checksum_streamed_equals_parallel(n):
+    """The payload checksum computed while writing (in pieces of any size) is the one every
+    reader computes, on one core or several; any flipped byte changes it."""
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    s = _files.BlockSum()
+    for i in range(0, n, 1_000_003):
+        s.update(data[i:i + 1_000_003])
+    d = s.intdigest()
+    assert {_files.payload_checksum(data, lanes) for lanes in (1, 2, 3, 4)} == {d}
+    if n:
+        data[n // 2] ^= 1
+        assert _files.payload_checksum(data) != d
+
+
+def test_files_of_the_previous_format_are_still_read(dirs):
+    """A file of format 02 (one checksum over the whole payload) verifies and decodes; the
+    same file with a flipped payload byte does not."""
+    import struct
+
+    import xxhash
+
+    st = make_store(dirs, shm_limit=0, memory_limit=2**30)
+    a = np.arange(3 * 2**20, dtype=np.int64)
+    st["k"] = a
+    path = st.path_of("k")
+    st.close(remove=False)
+    with open(path, "r+b") as f:
+        raw = bytearray(f.read())
+        magic, n, crc, size, _, mac = _files._PRELUDE.unpack_from(raw, 0)
+        header, offset = _files.parse_header(raw)
+        old = xxhash.xxh3_64(bytes(raw[offset:offset + size])).intdigest()
+        struct.pack_into(_files._PRELUDE.format, raw, 0, b"MARSDS02", n, crc, size, old, mac)
+        f.seek(0)
+        f.write(raw)
+    header, buf, off, sz = _files.open_verified(path, key="k")
+    np.testing.assert_array_equal(np.frombuffer(buf, np.int64, count=len(a), offset=off), a)
+    raw[offset + 100] ^= 1
+    with open(path, "wb") as f:
+        f.write(raw)
+    with pytest.raises(DataIntegrityError, match="checksum"):
+        _files.open_verified(path, key="k")
+
+
+def _wait_ahead(st, n, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not (len(st._ahead) >= n and all(f.done() for _, f in st._ahead.values())):
+        assert time.monotonic() < deadline, "read ahead did not finish"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("read_mode", ["mmap", "direct"])
+def test_read_ahead_checks_files_before_the_task_reads_them(dirs, read_mode):
+    """prefetch() reads and checks disk files in the background (at most read_ahead at a
+    time); the next read of such a key uses that buffer (ahead_hits), values exact; keys in
+    memory are not read ahead."""
+    st = make_store(dirs, shm_limit=0, memory_limit=2**30, read_mode=read_mode, read_ahead=2)
+    arrs = [np.random.default_rng(i).random(2**20 // 8 * 3) for i in range(4)]
+    for i, a in enumerate(arrs):
+        st[i] = a
+    assert all(st.tier_of(i) == "disk" for i in range(4))
+    st.prefetch([0, 1, 2, 3, "missing"])
+    _wait_ahead(st, 2)
+    assert set(st._ahead) == {0, 1}  # bounded
+    assert all(st._entries[k].verified for k in (0, 1)) and not st._entries[2].verified
+    for i in (0, 1):
+        np.testing.assert_array_equal(st[i], arrs[i])
+    assert st.ahead_hits == 2 and not st._ahead
+    st.prefetch([2, 3])
+    _wait_ahead(st, 2)
+    for i in (3, 2):
+        np.testing.assert_array_equal(st[i], arrs[i])
+    assert st.ahead_hits == 4
+    st.close()
+
+
+def test_read_ahead_of_a_damaged_file_leaves_the_error_to_the_reader(dirs):
+    """A file damaged on disk fails its check in the read-ahead thread; the task's own read
+    then raises DataIntegrityError naming the key (never a value)."""
+    st = make_store(dirs, shm_limit=0, memory_limit=2**30, read_ahead=2)
+    st["bad"] = np.arange(2**20, dtype=np.float64)
+    st["gone"] = np.arange(10.0)
+    with open(st.path_of("bad"), "r+b") as f:
+        f.seek(-100, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-100, os.SEEK_END)
+        f.write(bytes([b[0] ^ 0xFF]))
+    st.prefetch(["bad", "gone"])
+    del st["gone"]  # deleted while (or before) it is read ahead
+    deadline = time.monotonic() + 30
+    while st._ahead_draining:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with pytest.raises(DataIntegrityError, match="bad"):
+        st["bad"]
+    assert "gone" not in st
+    st.close()
+
+
+def _slow_sum(a):
+    time.sleep(0.05)
+    return float(a.sum())
+
+
+def test_worker_reads_ahead_the_inputs_of_ready_tasks(dirs):
+    """On a cluster configured as users get it (store + plugins), with results on disk and
+    more ready tasks than threads, the worker plugin has the store read the next tasks'
+    inputs ahead (the store's ahead_hits count reads served by a read-ahead); results
+    exact."""
+    import dask
+    import distributed
+    from distributed import Client, LocalCluster
+
+    from tests.conftest import MARS_PRELOADS
+
+    shm, spill = dirs
+    cfg = {"mars-dask.store.directory": shm, "mars-dask.store.spill-directory": spill,
+           "mars-dask.store.shm-limit": 4096, "mars-dask.store.write-delay": 0}
+    with dask.config.set(cfg):
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, memory_limit="2GiB",
+                          dashboard_address=":0", host="127.0.0.1", **MARS_PRELOADS) as cluster, \
+                Client(cluster) as client:
+            xs = [client.submit(np.full, 2**17, float(i), key=f"x-{i}") for i in range(12)]
+            distributed.wait(xs)
+            tiers = client.run(lambda dask_worker: sorted({dask_worker.data.tier_of(k)
+                                                            for k in dask_worker.data}))
+            assert list(tiers.values()) == [["disk"]], tiers
+            sums = client.gather([client.submit(_slow_sum, x, key=f"s-{i}") for i, x in enumerate(xs)])
+            assert sums == [float(i) * 2**17 for i in range(12)]
+            hits = client.run(lambda dask_worker: dask_worker.data.ahead_hits)
+            assert list(hits.values())[0] >= 4, hits  # typically 6-11 of 12 (a read ahead let go as its task starts is not counted)
