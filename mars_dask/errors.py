@@ -100,3 +100,12 @@ class ClientClosedError(MarsDaskError):
     cluster in its place: create a new Client, or start the embedded cluster explicitly with
     :func:`mars_dask.start_embedded_cluster`. Results held through the closed client
     are gone; execute those tileables again."""
+
+
+class PluginsNotInstalledWarning(RuntimeWarning):
+    """The cluster in use lacks part of mars_dask: its scheduler has no mars_dask plugin
+    (warned once per scheduler by the first ``execute()``: the work runs, without memory
+    quota, OOM handling, restart without data loss or failover), or its workers have no
+    node-local store (warned by :func:`mars_dask.plugins.install`). The message says how to
+    install what is missing. Silence it with
+    ``warnings.filterwarnings("ignore", category=PluginsNotInstalledWarning)``."""

@@ -307,3 +307,26 @@ def test_dashboard_address_without_host_gets_loopback():
 
 def test_client_closed_error_is_a_mars_dask_error():
     assert issubclass(ClientClosedError, MarsDaskError)
+
+
+def test_names_still_importable_from_the_session_module():
+    """The session module was split into rooms (mars_dask._embedded: the embedded cluster;
+    mars_dask._reconnect: scheduler loss); every name stays where it was."""
+    import mars_dask
+    from mars_dask import _embedded, _reconnect, session
+
+    for name in ["ClientClosedError", "Session", "execute", "fetch", "get_client", "get_session",
+                 "start_embedded_cluster", "stop_embedded_cluster", "Future", "LOOPBACK",
+                 "LOST_REASON", "REJOIN_TOPIC", "_EmbeddedCluster", "_loopback_dashboard_address",
+                 "_revive", "_lost_by_disconnect", "_SchedulerLost", "_Vanished", "_has_failover",
+                 "_ChunkCollection", "_describe", "_closed_error", "_CLOSED", "_n_workers"]:
+        assert hasattr(session, name), name
+    for name in ["Session", "execute", "fetch", "get_client", "get_session", "start_embedded_cluster"]:
+        assert getattr(mars_dask, name) is getattr(session, name)
+    assert session.start_embedded_cluster is _embedded.start_embedded_cluster
+    assert issubclass(session.Session, _reconnect.Reconnecting)
+    assert hasattr(session.Session, "_recover_connection")
+    # the embedded cluster's state is read through, not copied
+    assert session._embedded is _embedded._embedded and session._current is _embedded._current
+    with pytest.raises(AttributeError):
+        session.no_such_name

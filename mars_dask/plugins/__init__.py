@@ -4,7 +4,8 @@ like ``distributed/shuffle/``: private modules behind this small interface).
 
 Install with ``dask scheduler --preload mars_dask`` and
 ``dask worker ADDR --nanny --preload mars_dask --preload-nanny mars_dask``, or on a running
-cluster with :func:`install`. Options: ``mars-dask.scheduler.*`` and ``mars-dask.worker.*``
+cluster with :func:`install` (the first ``execute()`` on a scheduler without the plugin
+warns once: :class:`mars_dask.errors.PluginsNotInstalledWarning`). Options: ``mars-dask.scheduler.*`` and ``mars-dask.worker.*``
 in dask.config (``mars_dask/mars-dask.yaml``).
 """
 

@@ -10,15 +10,25 @@ it closes. One function serves the three servers:
   worker processes it starts (so their results outlive them) and the exit monitor;
 - worker (``dask worker ... --preload mars_dask``): the worker plugin before the worker
   registers, so its quota travels with the registration.
+
+On a cluster started without them, :func:`install` adds what can be added to running
+servers, and the first ``execute()`` on a scheduler without the plugin says so
+(:func:`warn_if_not_installed`). It warns rather than installing by itself: the plugins
+change how *every* client's work is scheduled on that cluster (quota admission, ordering),
+and the store cannot be added to running worker processes anyway.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 
 import click
 import dask.config
+
+from ..errors import PluginsNotInstalledWarning
+from ._protocol import PLUGIN_NAME
 
 logger = logging.getLogger("mars_dask.plugins")
 
@@ -123,7 +133,59 @@ def install(client, *, store: bool = False) -> dict:
             "`dask worker ADDR --nanny --preload mars_dask --preload-nanny mars_dask`, or call "
             "install(client, store=True) to restart them with it (their data is lost)"
             + ("" if has_nannies else "; this cluster has no nannies, so it cannot restart them"),
-            RuntimeWarning,
+            PluginsNotInstalledWarning,  # a RuntimeWarning
             stacklevel=2,
         )
     return done
+
+
+#: scheduler addresses already checked by warn_if_not_installed (warned, or found installed)
+_checked: set[str] = set()
+_checked_lock = threading.Lock()
+
+_MISSING = (
+    "mars_dask: the scheduler {address} has no mars_dask plugin ({name!r}): mars_dask work "
+    "runs there as plain Dask tasks, without memory quota admission, OOM handling, Mars "
+    "ordering, worker restart without data loss, scheduler failover or the node-local "
+    "store. To add the plugins to the running cluster call "
+    "mars_dask.plugins.install(client) (the store cannot be added to running worker "
+    "processes: install(client, store=True) restarts them with it, losing the data they "
+    "hold). Or start the cluster with them: `dask scheduler --preload mars_dask` and "
+    "`dask worker ADDR --nanny --preload mars_dask --preload-nanny mars_dask`; for a "
+    "LocalCluster pass scheduler_kwargs={{'preload': ['mars_dask']}}, "
+    "preload=['mars_dask'], preload_nanny=['mars_dask']; or create no Client and "
+    "execute() starts an embedded cluster with everything installed. (Warned once per "
+    "scheduler; category mars_dask.errors.PluginsNotInstalledWarning.)"
+)
+
+
+def warn_if_not_installed(client, *, stacklevel: int = 2) -> bool | None:
+    """Warn once per scheduler address if the scheduler of ``client`` has no mars_dask
+    plugin: a :class:`~mars_dask.errors.PluginsNotInstalledWarning` (filterable) and a
+    warning on the ``mars_dask.plugins`` logger, both saying what is missing and how to
+    install it. Called by every ``execute()``; only the first one per scheduler asks it
+    (one ``run_on_scheduler`` round trip).
+
+    Returns whether the plugin is there (``None``: not asked now -- already checked,
+    the client is not connected, or the scheduler would not answer, e.g.
+    ``distributed.scheduler.pickle`` is off, in which case nothing is said).
+    """
+    address = getattr(getattr(client, "scheduler", None), "address", None)
+    if address is None or getattr(client, "asynchronous", False) or client.status != "running":
+        return None  # not connected now (e.g. reconnecting): ask on a later execute()
+    with _checked_lock:
+        if address in _checked:
+            return None
+        _checked.add(address)
+    name = PLUGIN_NAME
+    try:
+        # a lambda travels by value: the scheduler need not be able to import mars_dask
+        installed = bool(client.run_on_scheduler(lambda dask_scheduler: name in dask_scheduler.plugins))
+    except Exception:  # noqa: BLE001 - e.g. run_on_scheduler refused: cannot tell, say nothing
+        logger.debug("could not ask the scheduler %s for the mars_dask plugin", address, exc_info=True)
+        return None
+    if not installed:
+        msg = _MISSING.format(address=address, name=name)
+        logger.warning("%s", msg)
+        warnings.warn(msg, PluginsNotInstalledWarning, stacklevel=stacklevel + 1)
+    return installed
