@@ -12,9 +12,10 @@ embedded cluster's configuration, store and plugins installed; plain Dask: no pl
    of 1): task count and RSS after it ran with its result held, then after the handles are
    dropped.
 
-Also printed for mars_dask: the failover journal's entries in memory and bytes on disk (the
-journal keeps every recipe on disk: it is what recovery reads after the scheduler forgot
-the keys; its in-memory part is bounded by ``mars-dask.failover.journal-memory-entries``).
+Also printed for mars_dask: the failover journal's entries in memory, its segments and its
+SQLite index on disk (the journal keeps every recipe on disk: it is what recovery reads
+after the scheduler forgot the keys; its in-memory part holds entries of keys the scheduler
+holds, at most ``mars-dask.failover.journal-memory-entries``; the per-key index is on disk).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def _run(system: str, iterations: int, chunks: int, every: int) -> dict:
                 if mars:
                     rep = mars_dask.failover_report(client)
                     extra = {"journal_in_memory": rep["journal_entries_in_memory"],
-                             "journal_mib": rep["journal_bytes"] / 2**20}
+                             "journal_mib": rep["journal_bytes"] / 2**20,
+                             "index_mib": rep.get("journal_index_bytes", 0) / 2**20}
                 out["loop"].append(sample(i=i, seconds=time.perf_counter() - t0, **extra))
         value = float(x.fetch()[0, 0]) if mars else float(x.compute()[0, 0])
         assert value == iterations + 1, value
@@ -96,6 +98,12 @@ def _run(system: str, iterations: int, chunks: int, every: int) -> dict:
         gc.collect()
         time.sleep(3)
         out["job"]["dropped"] = sample()
+        if mars:
+            rep = mars_dask.failover_report(client)
+            out["job"]["journal"] = {"entries": rep["journal_entries"],
+                                     "in_memory": rep["journal_entries_in_memory"],
+                                     "mib": rep["journal_bytes"] / 2**20,
+                                     "index_mib": rep.get("journal_index_bytes", 0) / 2**20}
     return out
 
 
@@ -122,10 +130,15 @@ def main(argv=None) -> int:
           f"{m['baseline']['rss_mib']:.0f}, plain Dask {d['baseline']['tasks']} / {d['baseline']['rss_mib']:.0f}")
     print(f"\n== loop x = f(x), {a.iterations} iterations")
     print(f"  {'iteration':>9} {'mars tasks':>10} {'mars RSS':>9} {'journal mem':>11} {'journal MiB':>11}"
-          f" {'dask tasks':>10} {'dask RSS':>9}")
+          f" {'index MiB':>9} {'dask tasks':>10} {'dask RSS':>9}")
     for ms, ds in zip(m["loop"], d["loop"]):
         print(f"  {ms['i']:>9} {ms['tasks']:>10} {ms['rss_mib']:>9.0f} {ms['journal_in_memory']:>11}"
-              f" {ms['journal_mib']:>11.1f} {ds['tasks']:>10} {ds['rss_mib']:>9.0f}")
+              f" {ms['journal_mib']:>11.1f} {ms.get('index_mib', 0):>9.1f} {ds['tasks']:>10} {ds['rss_mib']:>9.0f}")
+    if len(m["loop"]) > 1 and len(d["loop"]) > 1:
+        def growth(s):  # RSS growth per iteration between the first and the last sample
+            return (s[-1]["rss_mib"] - s[0]["rss_mib"]) * 2**20 / (s[-1]["i"] - s[0]["i"])
+        print(f"  RSS growth per iteration (first to last sample): mars {growth(m['loop']) / 1024:.1f} KiB, "
+              f"plain Dask {growth(d['loop']) / 1024:.1f} KiB")
     print(f"  handles dropped: mars {m['after_loop']['tasks']} tasks / {m['after_loop']['rss_mib']:.0f} MiB, "
           f"plain Dask {d['after_loop']['tasks']} / {d['after_loop']['rss_mib']:.0f} MiB; loop time "
           f"mars {m['loop'][-1]['seconds']:.0f} s, plain Dask {d['loop'][-1]['seconds']:.0f} s")
@@ -134,6 +147,10 @@ def main(argv=None) -> int:
         print(f"  {what:>8}: mars {m['job'][what]['tasks']} tasks / {m['job'][what]['rss_mib']:.0f} MiB, "
               f"plain Dask {d['job'][what]['tasks']} / {d['job'][what]['rss_mib']:.0f} MiB")
     print(f"  job time: mars {m['job']['seconds']:.1f} s, plain Dask {d['job']['seconds']:.1f} s")
+    if "journal" in m["job"]:
+        j = m["job"]["journal"]
+        print(f"  mars journal after the job: {j['entries']} entries ({j['in_memory']} in memory), "
+              f"segments {j['mib']:.1f} MiB, index {j['index_mib']:.1f} MiB")
     return 0
 
 

@@ -18,7 +18,10 @@ What Dask does alone, and what this adds:
   recipe for "read the checkpoint", detaches it from its inputs (which Dask then forgets
   when nothing else needs them) and drops the lineage behind it from the journal. A lost
   shuffle output is then re-read, not re-shuffled; scattered data is no longer "lost data
-  which can't be recovered"; an iterative job's journal and task table stay flat.
+  which can't be recovered"; an iterative job's journal and task table stay flat. A
+  checkpoint superseded by a newer one (the journal forgot it: no journaled recipe reads it
+  any more) has its file deleted as soon as the scheduler no longer holds its key, not
+  only when the cluster closes.
 - A restarted scheduler (same address, same journal directory) reads the journal back;
   workers that rejoin with results in their stores get them registered (held for
   ``rejoin-hold`` by a pseudo-client) so a reconnecting client's resubmitted graph reuses
@@ -34,8 +37,11 @@ GIL time). So a key's journal entry carries no recipe of its own: the recipe is 
 as the client sent it (``update-graph``'s serialized expression, already bytes), written
 once per graph to ``<journal>/graphs/<seq>.graph`` on a background thread; the scheduler's
 own ``run_spec`` objects serve restores while they are in memory (the newest
-``journal-memory-entries`` keys), and an older key's recipe is read back by deserializing
-its graph. Graph files no entry refers to any more are deleted when checkpoints cut
+``journal-memory-entries`` keys the scheduler still holds), and an older key's recipe is
+read back by deserializing its graph. Per key, this plugin keeps in memory only what the
+scheduler's live tasks need (which keys are journaled is asked of the journal, whose index
+is on disk), so a long-lived scheduler's memory does not grow with the keys ever
+submitted. Graph files no entry refers to any more are deleted when checkpoints cut
 lineage. Anything that reads lineage flushes the writer first.
 
 Files. The journal and checkpoint directories are private (``_safe_files.private_dir``:
@@ -85,7 +91,7 @@ from .._safe_files import (
 )
 from ..errors import DataIntegrityError, MarsNoWorkersError
 from . import _protocol as P
-from ._checkpoint import MarsCheckpointPlugin, is_loader, loader_task
+from ._checkpoint import MarsCheckpointPlugin, checkpoint_path, is_loader, loader_task
 from ._journal import JournalEntry, LineageIncomplete, LineageJournal
 
 logger = logging.getLogger("mars_dask.plugins.failover")
@@ -157,9 +163,12 @@ class Failover:
         self.s = scheduler
         self.journal: LineageJournal | None = None
         self.counts = {"restored_keys": 0, "restore_failures": 0, "checkpoints_written": 0,
-                       "checkpoint_failures": 0, "checkpoint_loads": 0, "worker_losses": 0, "recomputed": 0,
-                       "rejoined_keys": 0, "no_worker_failures": 0, "graphs": 0}
+                       "checkpoint_failures": 0, "checkpoints_deleted": 0, "checkpoint_loads": 0,
+                       "worker_losses": 0, "recomputed": 0, "rejoined_keys": 0, "no_worker_failures": 0,
+                       "graphs": 0}
         self.graph_seq = 0
+        # journaled keys the scheduler still holds (a key the scheduler forgot is asked of
+        # the journal, whose index is on disk): bounded by the scheduler's tasks
         self._recorded: set = set()
         self._specs: OrderedDict = OrderedDict()  # key -> run_spec (newest keys) for restores
         self._graph_cache: OrderedDict = OrderedDict()  # seq -> materialized graph read back
@@ -182,6 +191,13 @@ class Failover:
         self._to_forget: set = set()
         self._seq_of: dict = {}  # key -> sequence number of the graph that submitted it
         self._forgotten: list = []  # keys forgotten since the journal last dropped their copies
+        # superseded checkpoints (see _checkpoints_superseded): keys whose checkpoint file
+        # the journal no longer needs but the scheduler still holds, and file deletions
+        # queued on the writer thread (a new report of the key cancels its deletion)
+        self._superseded_held: set = set()
+        self._unlinking: set = set()
+        self._deleted: OrderedDict = OrderedDict()  # the latest deleted (bounded)
+        self._unlink_lock = threading.Lock()
         self.offload = bool(_cfg("offload-lineage"))
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -201,13 +217,12 @@ class Failover:
         self.journal = LineageJournal.open(self.journal_dir, max_memory_entries=int(_cfg("journal-memory-entries")),
                                            auth=self.auth)
         self.graphs_dir = private_dir(os.path.join(self.journal_dir, "graphs"))
-        self._recorded = set(self.journal.keys())
         self.graph_seq = self.journal.max_graph_seq()
         self.memory_entries = int(_cfg("journal-memory-entries"))
-        if self._recorded:
+        if n := len(self.journal):
             logger.info("read the lineage journal of a previous scheduler: %d keys (%s)",
-                        len(self._recorded), self.journal_dir)
-            self.event("journal-reopened", entries=len(self._recorded), directory=self.journal_dir)
+                        n, self.journal_dir)
+            self.event("journal-reopened", entries=n, directory=self.journal_dir)
         self._thread = threading.Thread(target=self._writer, name="mars-journal", daemon=True)
         self._thread.start()
 
@@ -319,7 +334,10 @@ class Failover:
                 except Exception as e:  # not recoverable from the journal after a restart
                     logger.warning("cannot journal %r: %s", key, e)
             entries.append(JournalEntry(key, recipe, deps, prio, tileable, boundary))
-        self.journal.record(seq, entries)
+        # a key journaled before (its entry names the graph file that has its recipe, or
+        # reads its checkpoint) keeps its entry: the scheduler may have forgotten it and
+        # got it back from the journal, or from a client that submitted it again
+        self.journal.record(seq, entries, only_new=True)
 
     def _spec_of(self, entry: JournalEntry):
         """The recipe of a journaled key: the scheduler's own object while remembered,
@@ -445,8 +463,16 @@ class Failover:
     def checkpointed(self, worker=None, key=None, path=None, nbytes=0) -> None:
         """A worker wrote ``key``'s checkpoint to ``path``: cut its lineage."""
         s = self.s
+        with self._unlink_lock:
+            if key in self._unlinking:
+                self._unlinking.discard(key)  # its file is needed again: keep it
+            elif key in self._deleted and not (path and os.path.exists(path)):  # deleted meanwhile
+                logger.info("checkpoint of %r reported after its file was deleted; keeping its lineage", key)
+                return
+        self._superseded_held.discard(key)
         ts = s.tasks.get(key)
         if ts is None or ts.state == "forgotten":
+            self._unlink_checkpoint(key)  # unless the journal reads it (an earlier report)
             return
         self.counts["checkpoints_written"] += 1
         self._checkpoints_failing = False
@@ -459,12 +485,15 @@ class Failover:
         self._specs[key] = spec
 
         def write():
-            forgotten = self.journal.checkpoint(seq, entry)
+            superseded: list = []
+            forgotten = self.journal.checkpoint(seq, entry, forgotten_checkpoints=superseded)
             for k in forgotten:
                 self._recorded.discard(k)
                 self._specs.pop(k, None)
             if forgotten:
                 self._drop_unused_graphs()
+            if superseded:
+                self.s.loop.add_callback(self._checkpoints_superseded, superseded)
 
         self._queue.put(write)
         if ts.state == "memory" or (ts.run_spec is None and ts.state != "processing"):
@@ -484,6 +513,47 @@ class Failover:
                    f"results keep their lineage instead (see the 'checkpoint-failed' events on topic "
                    f"{P.EVENT_TOPIC!r})")
             self.s.log_event("warn", {"message": pickle.dumps(msg), "category": pickle.dumps(RuntimeWarning)})
+
+    def _checkpoints_superseded(self, keys) -> None:
+        """(Event loop.) The journal forgot these checkpointed keys (a newer checkpoint cut
+        the lineage that went through them): their files are needed only while the
+        scheduler holds the keys (its recipe for them reads the file). Delete them now, or
+        when the scheduler forgets them."""
+        tasks = self.s.tasks
+        for k in keys:
+            if k in tasks:
+                self._superseded_held.add(k)
+            else:
+                self._unlink_checkpoint(k)
+
+    def _unlink_checkpoint(self, key) -> None:
+        """Delete ``key``'s checkpoint file on the writer thread (after the journal writes
+        queued before), unless the journal reads it by then or the key is reported
+        checkpointed again first."""
+        with self._unlink_lock:
+            self._unlinking.add(key)
+
+        def unlink():
+            if self.journal.is_checkpoint(key):
+                with self._unlink_lock:
+                    self._unlinking.discard(key)
+                return
+            with self._unlink_lock:
+                if key not in self._unlinking:
+                    return
+                self._unlinking.discard(key)
+                try:
+                    os.unlink(checkpoint_path(self.checkpoint_dir, key))
+                    self.counts["checkpoints_deleted"] += 1
+                    self._deleted[key] = None
+                    if len(self._deleted) > 4096:
+                        self._deleted.popitem(last=False)
+                except FileNotFoundError:
+                    pass
+                except OSError as e:
+                    logger.warning("could not delete the superseded checkpoint of %r: %s", key, e)
+
+        self._queue.put(unlink)
 
     def _cut(self, ts, spec) -> None:
         """``ts`` now reads its checkpoint: detach it from its inputs and let Dask forget the
@@ -532,7 +602,10 @@ class Failover:
         if self.journal is None:
             return []
         s = self.s
-        known = [k for k in keys if k not in s.tasks and k in self._recorded]
+        unknown = [k for k in keys if k not in s.tasks]
+        if not unknown:
+            return []
+        known = self.journal.journaled(unknown)
         if not known:
             return []
         update = getattr(self, "_orig_update_data", s.update_data)  # no checkpoint: it is journaled
@@ -586,19 +659,22 @@ class Failover:
         self.event("recovered", **summary)
 
     def transition(self, key, start, finish, stimulus_id) -> None:
-        if self.offload:
-            if start == "memory" and finish == "released":
-                self._offload(key)
-            elif finish == "forgotten":
-                # its recipe is in the journal on disk: nothing about it stays in memory but
-                # the journal's index
+        if finish == "forgotten":
+            # its recipe is in the journal on disk: nothing about it stays in memory (the
+            # journal's index of it is on disk too)
+            self._recorded.discard(key)
+            self._specs.pop(key, None)
+            if self.offload:
                 self._cut_keys.discard(key)
                 self._seq_of.pop(key, None)
-                self._specs.pop(key, None)
-                self._recorded.discard(key)
-                if not self._forgotten:
-                    self.s.loop.add_callback(self._offload_journal)
-                self._forgotten.append(key)
+            if not self._forgotten:
+                self.s.loop.add_callback(self._offload_journal)
+            self._forgotten.append(key)
+            if self._superseded_held and key in self._superseded_held:
+                self._superseded_held.discard(key)
+                self._unlink_checkpoint(key)
+        elif self.offload and start == "memory" and finish == "released":
+            self._offload(key)
         if self._by_stimulus:
             plan = self._by_stimulus.get(stimulus_id)
             if plan is not None and finish == "waiting":
@@ -653,6 +729,13 @@ class Failover:
 
     def _offload_journal(self) -> None:
         keys, self._forgotten = self._forgotten, []
+        # emptied containers keep their tables (sized for the largest job): let them go
+        if not self._recorded:
+            self._recorded = set()
+        if not self._specs:
+            self._specs = OrderedDict()
+        if not self._seq_of:
+            self._seq_of = {}
         self._queue.put(lambda: self.journal.offload(keys))  # the writer thread: no lock wait here
 
     def _forget_offloaded(self) -> None:
@@ -748,6 +831,7 @@ class Failover:
             "journal_entries_in_memory": js.get("entries_in_memory", 0),
             "journal_checkpoints": js.get("checkpoints", 0),
             "journal_bytes": js.get("bytes", 0),
+            "journal_index_bytes": js.get("index_bytes", 0),
             "journal_directory": getattr(self, "journal_dir", None),
             "checkpoint_directory": getattr(self, "checkpoint_dir", None),
             "scheduler_tasks": len(self.s.tasks),

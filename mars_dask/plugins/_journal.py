@@ -27,20 +27,43 @@ On disk
     truncated, so that later appends continue cleanly; records that are intact but fail the
     MAC (written with another secret) are never truncated away, only ignored.
 
+Index
+    Where each live entry is, its dependencies, graph sequence and checkpoint flag are
+    kept in an SQLite database in the same directory (``index.sqlite``, created 0600 before
+    SQLite opens it; WAL, ``synchronous=NORMAL``): table ``entries`` (key -> segment,
+    offset, graph sequence, dependencies, checkpoint), ``edges`` (dependency -> dependent,
+    for the live non-checkpoint entries: what :meth:`drop_before` asks) and ``segments``
+    (size and modification time of each segment as indexed). Keys, and dependency lists,
+    are stored msgpack-encoded as in the records. Each :meth:`record` /
+    :meth:`drop_before` / compaction is one transaction, committed after its records are
+    flushed. The index is a cache of the segments and never trusted over them: when it is
+    missing, unreadable, fails ``PRAGMA quick_check``, was made with another secret or
+    version, or its segments' sizes and times differ from the files (a crash between a
+    write and its commit, a segment changed or damaged), it is rebuilt by replaying the
+    segments (``rebuilt`` says why). It only locates records: :meth:`get` still reads the
+    record, checks its CRC and MAC, and that it is the key asked for.
+
 Memory
-    At most ``max_memory_entries`` entries (with their recipes) are kept in memory, oldest
-    by insertion evicted first; every live key also has a small index record
-    ``(segment, offset, dependencies)`` so an evicted entry is read back from disk by
-    :meth:`get` (CRC- and MAC-checked; a record damaged since it was written counts as not
-    journaled) and :meth:`drop_before` never needs disk reads.
+    Bounded, whatever the number of journaled keys: at most ``max_memory_entries`` entries
+    (with their recipes) are kept in memory, oldest by insertion evicted first, and
+    :meth:`offload` drops those of keys the scheduler forgot; everything else per key is in
+    the index on disk (SQLite's page cache is capped at 8 MiB). An entry not in memory is
+    read back from its segment by :meth:`get`, :meth:`lineage` and compaction (CRC- and
+    MAC-checked; a record damaged since it was written counts as not journaled). The rest
+    is per segment. On disk the journal grows with the live entries: dead records are
+    reclaimed by deleting dead head segments and by compaction (below), so segments hold
+    at most the live entries' records plus as many dead ones (or ``compact_min_dead``),
+    and the index only live entries.
 
 Checkpoints
     ``drop_before(keys)`` marks ``keys`` as checkpoints: lineage stops there, and every
     ancestor no longer needed by another live entry is forgotten (memory + index, and a
-    marker record on disk). Segments left with only forgotten entries at the head of the
-    journal are deleted; once dead records outnumber live ones (and exceed
-    ``compact_min_dead``) the journal is compacted: live entries are rewritten into a new
-    segment and the old segments deleted. An iterative job that checkpoints every
+    marker record on disk); forgotten keys that were checkpoints themselves (superseded:
+    no journaled recipe reads their checkpoint any more) are reported to the caller
+    (``forgotten_checkpoints``), which may delete their files. Segments left with only
+    forgotten entries at the head of the journal are deleted; once dead records outnumber
+    live ones (and exceed ``compact_min_dead``) the journal is compacted: live entries are
+    rewritten into a new segment and the old segments deleted. An iterative job that checkpoints every
     iteration therefore keeps a flat journal.
 """
 
@@ -50,11 +73,13 @@ import hmac
 import logging
 import os
 import re
+import sqlite3
 import struct
 import threading
 import zlib
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
+from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -117,7 +142,22 @@ def _segment_name(n: int) -> str:
 
 def _frame(payload_obj, mac0) -> bytes:
     """One record; ``mac0``: the keyed hash (``Authenticator.new()``) copied for each MAC."""
-    payload = msgpack.packb(payload_obj, use_bin_type=True)
+    return _frame_bytes(msgpack.packb(payload_obj, use_bin_type=True), mac0)
+
+
+def _array_header(n: int) -> bytes:
+    """The msgpack header of an array of ``n`` items (what ``packb`` writes before them)."""
+    if n < 16:
+        return bytes((0x90 | n,))
+    if n < 1 << 16:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
+
+
+_EMPTY_ARRAY = _array_header(0)
+
+
+def _frame_bytes(payload: bytes, mac0) -> bytes:
     if len(payload) >= _MAX_RECORD:
         raise ValueError(f"journal record too large ({len(payload)} bytes)")
     h = mac0.copy()
@@ -197,10 +237,47 @@ def read_segment(path: Path, auth: Authenticator):
     return None, None
 
 
+_INDEX_NAME = "index.sqlite"
+_INDEX_VERSION = 1
+_IN_CHUNK = 500  # keys per "key IN (...)" query
+_BATCH = 10_000  # rows per executemany while rebuilding or compacting
+_CHUNK = 4096  # entries indexed at a time by record()
+_SCHEMA = """
+CREATE TABLE meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE entries(key BLOB PRIMARY KEY, seg INTEGER NOT NULL, off INTEGER NOT NULL,
+                     seq INTEGER NOT NULL, deps BLOB NOT NULL, ckpt INTEGER NOT NULL DEFAULT 0
+                     ) WITHOUT ROWID;
+CREATE INDEX entries_seq ON entries(seq);
+CREATE INDEX entries_ckpt ON entries(ckpt) WHERE ckpt;
+CREATE TABLE edges(dep BLOB NOT NULL, child BLOB NOT NULL, PRIMARY KEY (dep, child)) WITHOUT ROWID;
+CREATE TABLE segments(seg INTEGER PRIMARY KEY, records INTEGER NOT NULL, size INTEGER NOT NULL,
+                      mtime INTEGER NOT NULL);
+"""
+# graph sequence numbers of live entries: a loose index scan (one B-tree probe per graph)
+_LIVE_SEQS = """
+WITH RECURSIVE s(x) AS (SELECT MIN(seq) FROM entries
+                        UNION ALL SELECT (SELECT MIN(seq) FROM entries WHERE seq > x) FROM s
+                        WHERE x IS NOT NULL)
+SELECT x FROM s WHERE x IS NOT NULL
+"""
+
+
+def _kb(key) -> bytes:
+    """A key (or a tuple of keys) as the index stores it: msgpack, as in the records."""
+    return msgpack.packb(key, use_bin_type=True)
+
+
+def _chunks(seq, n=_IN_CHUNK):
+    seq = list(seq)
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
 class LineageJournal:
     """See the module docstring. Not process-safe (one writer per directory); thread-safe.
     ``auth``: the :class:`~mars_dask._safe_files.Authenticator` that signs and checks the
-    records (default: one with the secret kept in ``directory``)."""
+    records (default: one with the secret kept in ``directory``). After opening,
+    ``rebuilt`` says why the index was rebuilt from the segments (``None``: it was not)."""
 
     def __init__(self, directory, max_memory_entries: int = 100_000, *, fsync: bool = False,
                  segment_bytes: int = 64 << 20, compact_min_dead: int = 1024,
@@ -209,30 +286,220 @@ class LineageJournal:
         # default: the secret kept in the directory itself (see the module docstring)
         self.auth = auth or Authenticator(load_or_create_secret(str(self.directory)))
         self._mac0 = self.auth.new()
+        self._fingerprint = self.auth.mac(b"mars-dask lineage journal index", bytes([_INDEX_VERSION]))
         self.max_memory_entries = max(0, int(max_memory_entries))
         self.fsync = fsync
         self.segment_bytes = segment_bytes
         self.compact_min_dead = compact_min_dead
         self._lock = threading.RLock()
-        self._cache: OrderedDict[Key, JournalEntry] = OrderedDict()
-        self._index: dict[Key, tuple[int, int]] = {}  # key -> (segment, offset)
-        self._deps: dict[Key, tuple] = {}
-        self._seqs: dict[Key, int] = {}  # key -> graph sequence number of its live entry
-        self._dependents: dict[Key, int] = {}  # live, non-checkpoint entries depending on key
-        self._checkpoints: set[Key] = set()
+        # newest entries (with their checkpoint flag) until offloaded or evicted
+        self._cache: OrderedDict[Key, tuple[JournalEntry, bool]] = OrderedDict()
         self._seg_live: dict[int, int] = {}  # segment -> live entries indexed there
         self._seg_records: dict[int, int] = {}  # segment -> entry records written there
         self._readers: dict[int, Any] = {}
         self._writer = None
         self._active = -1
-        self._replay()
+        self._db: sqlite3.Connection | None = None
+        self.rebuilt: str | None = None
+        self._open_index()
 
     @classmethod
     def open(cls, directory, **kwargs) -> LineageJournal:
         """Open (and recover) the journal in ``directory``, e.g. after a killed scheduler."""
         return cls(directory, **kwargs)
 
-    # ------------------------------------------------------------------ recovery
+    # ------------------------------------------------------------------ the index
+
+    @property
+    def index_path(self) -> Path:
+        return self.directory / _INDEX_NAME
+
+    def _index_files(self) -> list[Path]:
+        p = self.index_path
+        return [p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm"),
+                p.with_name(p.name + "-journal")]
+
+    def _connect(self) -> None:
+        path = str(self.index_path)
+        os.close(open_private(path, os.O_RDWR | os.O_CREAT))  # 0600 before sqlite opens it
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db = db
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # a cache of the segments: rebuilt if behind
+        db.execute("PRAGMA journal_size_limit=16777216")
+        db.execute("PRAGMA cache_size=-8192")  # 8 MiB of pages at most
+
+    def _disconnect(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+
+    def _check_index(self, segments: list[int]) -> str | None:
+        """``None`` if the index describes exactly these segments, else why not."""
+        db = self._db
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table'").fetchone():
+            return "missing"
+        meta = dict(db.execute("SELECT name, value FROM meta"))
+        if meta.get("version") != _INDEX_VERSION:
+            return "another version"
+        if meta.get("auth") != self._fingerprint:
+            return "made with another secret"
+        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            return "damaged"
+        recorded = {seg: (records, size, mtime)
+                    for seg, records, size, mtime in db.execute("SELECT * FROM segments")}
+        if set(recorded) != set(segments):
+            return "its segments are not those on disk"
+        for seg in segments:
+            st = os.stat(self._path(seg))
+            if (st.st_size, st.st_mtime_ns) != recorded[seg][1:]:
+                return f"{_segment_name(seg)} changed since it was indexed"
+        self._seg_records = {seg: r[0] for seg, r in recorded.items()}
+        self._seg_live = dict.fromkeys(segments, 0)
+        self._seg_live.update(db.execute("SELECT seg, COUNT(*) FROM entries GROUP BY seg"))
+        return None
+
+    def _open_index(self) -> None:
+        segments = self._segments()
+        try:
+            self._connect()
+            why = self._check_index(segments)
+        except (sqlite3.Error, OSError, ValueError, TypeError) as e:
+            why = f"unreadable ({e})"
+        if why is not None:
+            if segments:
+                logger.warning("lineage journal %s: rebuilding the index from the segments (index %s)",
+                               self.directory, why)
+            self.rebuilt = why
+            self._rebuild(segments)
+        self._open_writer(segments[-1] if segments else 0)
+
+    def _rebuild(self, segments: list[int] | None = None) -> None:
+        """(Re)create the index from the segments: the only source of truth."""
+        self._disconnect()
+        for p in self._index_files():
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+        self._cache.clear()
+        self._connect()
+        db = self._db
+        db.executescript(_SCHEMA)
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO meta VALUES (?, ?)",
+                       [("version", _INDEX_VERSION), ("auth", self._fingerprint)])
+        self._replay(self._segments() if segments is None else segments)
+        db.execute("COMMIT")
+
+    def _replay(self, segments: list[int]) -> None:
+        """Replay the segments in order into the (empty) index, in the open transaction."""
+        db = self._db
+        pending: list = []
+
+        def flush():
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, 0)", pending)
+            pending.clear()
+
+        self._seg_records = {}
+        for seg in segments:
+            path = self._path(seg)
+            records = 0
+            gen = read_segment(path, self.auth)
+            while True:
+                try:
+                    offset, rec = next(gen)
+                except StopIteration as stop:
+                    torn, problem = stop.value
+                    break
+                if rec[0] == _ENTRY:
+                    records += 1
+                    pending.append((_kb(rec[2]), seg, offset, rec[1], _kb(tuple(rec[4]))))
+                    if len(pending) >= _BATCH:
+                        flush()
+                else:
+                    flush()
+                    db.executemany("DELETE FROM entries WHERE key = ?", [(_kb(k),) for k in rec[2]])
+                    db.executemany("UPDATE entries SET ckpt = 1 WHERE key = ?", [(_kb(k),) for k in rec[1]])
+            flush()
+            self._seg_records[seg] = records
+            if torn is not None:
+                size = path.stat().st_size
+                logger.warning("lineage journal %s: torn record at offset %d (%s); skipping "
+                               "%d trailing bytes and truncating", path, torn, problem,
+                               size - torn)
+                with open(path, "r+b") as f:
+                    f.truncate(torn)
+                    f.flush()
+                    os.fsync(f.fileno())
+        # dependency edges, once, from the final state (a checkpoint has none: lineage stops)
+        edges: list = []
+        ins = db.cursor()
+        for kb, depsb in db.execute("SELECT key, deps FROM entries WHERE ckpt = 0").fetchall():
+            edges.extend((_kb(d), kb) for d in _unpack(depsb))
+            if len(edges) >= _BATCH:
+                ins.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?)", edges)
+                edges.clear()
+        ins.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?)", edges)
+        self._seg_live = dict.fromkeys(segments, 0)
+        self._seg_live.update(db.execute("SELECT seg, COUNT(*) FROM entries GROUP BY seg"))
+        self._save_segments(segments)
+
+    def _save_segments(self, segs) -> None:
+        """Record the segments' sizes and modification times as indexed (see _check_index)."""
+        rows = []
+        for seg in segs:
+            if seg == self._active and self._writer is not None:
+                self._writer.flush()
+                st = os.fstat(self._writer.fileno())
+            else:
+                try:
+                    st = os.stat(self._path(seg))
+                except FileNotFoundError:
+                    continue
+            rows.append((seg, self._seg_records.get(seg, 0), st.st_size, st.st_mtime_ns))
+        self._db.executemany("INSERT OR REPLACE INTO segments VALUES (?, ?, ?, ?)", rows)
+
+    def _begin(self) -> None:
+        self._db.execute("BEGIN")
+
+    def _commit(self) -> None:
+        self._db.execute("COMMIT")
+
+    def _abort(self) -> None:
+        """A write failed midway: the segments are the truth, rebuild the index from them."""
+        try:
+            if self._db is not None and self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        try:
+            if self._writer is not None:
+                self._writer.flush()
+        except OSError:
+            pass
+        logger.warning("lineage journal %s: a write failed; rebuilding the index", self.directory)
+        self._rebuild()
+        self._save_segments([self._active])
+
+    def _row(self, key):
+        """``(seg, offset, graph_seq, packed dependencies, checkpoint)`` of ``key``, or None."""
+        return self._db.execute("SELECT seg, off, seq, deps, ckpt FROM entries WHERE key = ?",
+                                (_kb(key),)).fetchone()
+
+    def _rows_of(self, kbs) -> dict:
+        """``{packed key: (seg, packed dependencies, checkpoint)}`` of those journaled."""
+        out = {}
+        for chunk in _chunks(kbs):
+            q = f"SELECT key, seg, deps, ckpt FROM entries WHERE key IN ({','.join('?' * len(chunk))})"
+            for kb, seg, depsb, ckpt in self._db.execute(q, chunk):
+                out[kb] = (seg, depsb, ckpt)
+        return out
+
+    # ------------------------------------------------------------------ segments
 
     def _segments(self) -> list[int]:
         out = []
@@ -245,91 +512,6 @@ class LineageJournal:
     def _path(self, seg: int) -> Path:
         return self.directory / _segment_name(seg)
 
-    def _replay(self) -> None:
-        segments = self._segments()
-        for seg in segments:
-            path = self._path(seg)
-            self._seg_live.setdefault(seg, 0)
-            self._seg_records.setdefault(seg, 0)
-            gen = read_segment(path, self.auth)
-            while True:
-                try:
-                    offset, rec = next(gen)
-                except StopIteration as stop:
-                    torn, problem = stop.value
-                    break
-                if rec[0] == _ENTRY:
-                    entry = _entry_from(rec)
-                    self._seg_records[seg] += 1
-                    self._put(entry, seg, offset, maintain_dependents=False)
-                else:
-                    self._apply_drop(rec[1], rec[2])
-            if torn is not None:
-                size = path.stat().st_size
-                logger.warning("lineage journal %s: torn record at offset %d (%s); skipping "
-                               "%d trailing bytes and truncating", path, torn, problem,
-                               size - torn)
-                with open(path, "r+b") as f:
-                    f.truncate(torn)
-                    f.flush()
-                    os.fsync(f.fileno())
-        # dependents are rebuilt once, from the final state
-        for key, deps in self._deps.items():
-            if key not in self._checkpoints:
-                for d in deps:
-                    self._dependents[d] = self._dependents.get(d, 0) + 1
-        self._open_writer(segments[-1] if segments else 0)
-
-    def _apply_drop(self, checkpoints, forgotten) -> None:
-        for k in forgotten:
-            self._forget(k)
-        for k in checkpoints:
-            if k in self._index:
-                self._checkpoints.add(k)
-
-    # ------------------------------------------------------------------ state helpers
-
-    def _put(self, entry: JournalEntry, seg: int, offset: int, maintain_dependents=True):
-        key = entry.key
-        if key in self._index:
-            self._unlink(key, maintain_dependents)
-        self._index[key] = (seg, offset)
-        self._deps[key] = entry.dependencies
-        self._seqs[key] = entry.graph_seq
-        self._seg_live[seg] = self._seg_live.get(seg, 0) + 1
-        if maintain_dependents:
-            for d in entry.dependencies:
-                self._dependents[d] = self._dependents.get(d, 0) + 1
-        if self.max_memory_entries:
-            self._cache[key] = entry
-            while len(self._cache) > self.max_memory_entries:
-                self._cache.popitem(last=False)
-
-    def _unlink(self, key, maintain_dependents=True) -> None:
-        """Remove ``key``'s entry from memory and index (its own dependents count stays)."""
-        seg, _ = self._index.pop(key)
-        self._seg_live[seg] -= 1
-        deps = self._deps.pop(key)
-        self._seqs.pop(key, None)
-        self._cache.pop(key, None)
-        was_checkpoint = key in self._checkpoints
-        self._checkpoints.discard(key)
-        if maintain_dependents and not was_checkpoint:
-            for d in deps:
-                self._decref(d)
-
-    def _decref(self, d) -> int:
-        c = self._dependents.get(d, 0) - 1
-        if c <= 0:
-            self._dependents.pop(d, None)
-            return 0
-        self._dependents[d] = c
-        return c
-
-    def _forget(self, key) -> None:
-        if key in self._index:
-            self._unlink(key, maintain_dependents=False)
-
     # ------------------------------------------------------------------ writing
 
     def _open_writer(self, seg: int) -> None:
@@ -340,6 +522,7 @@ class LineageJournal:
         self._seg_records.setdefault(seg, 0)
         fd = open_private(str(self._path(seg)), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         self._writer = os.fdopen(fd, "ab")
+        self._save_segments([seg])  # in the caller's transaction, if any
 
     def _sync(self, fsync) -> None:
         self._writer.flush()
@@ -347,89 +530,191 @@ class LineageJournal:
             os.fsync(self._writer.fileno())
 
     def record(self, graph_seq: int, entries: Iterable[JournalEntry], *,
-               fsync: bool | None = None) -> int:
-        """Append ``entries`` of graph ``graph_seq``; returns how many were recorded. One
-        flush per call (plus ``os.fsync`` when ``fsync`` / the journal's default says so)."""
-        n = 0
+               fsync: bool | None = None, only_new: bool = False) -> int:
+        """Append ``entries`` of graph ``graph_seq``; returns how many were recorded. A key
+        already journaled is replaced (the same key twice in ``entries``: the later one
+        wins); with ``only_new`` it is kept, and its new entry not written. One flush and
+        one index transaction per call (plus ``os.fsync`` when ``fsync`` / the journal's
+        default says so); ``entries`` are indexed in chunks, so what a call holds in memory
+        besides them is bounded."""
         seq = int(graph_seq)
+        n = 0
         with self._lock:
-            offset = self._writer.tell()
-            write = self._writer.write
-            for e in entries:
-                key = _as_key(e.key)
-                deps = tuple(_as_key(d) for d in e.dependencies)
-                entry = JournalEntry(key, bytes(e.recipe), deps, _as_key(e.priority), e.tileable,
-                                     e.boundary, seq)
-                frame = _frame([_ENTRY, seq, key, entry.recipe, deps, entry.priority,
-                                entry.tileable, entry.boundary], self._mac0)
-                write(frame)
-                self._seg_records[self._active] += 1
-                self._put(entry, self._active, offset)
-                offset += len(frame)
-                n += 1
-                if offset >= self.segment_bytes:
-                    self._sync(fsync)
-                    self._open_writer(self._active + 1)
-                    offset = self._writer.tell()
-                    write = self._writer.write
-            self._sync(fsync)
-            self._maybe_compact()
+            self._begin()
+            try:
+                touched = {self._active}
+                it = iter(entries)
+                while True:
+                    chunk: dict = {}
+                    for e in islice(it, _CHUNK):
+                        key = _as_key(e.key)
+                        chunk.pop(key, None)
+                        chunk[key] = e
+                    if not chunk:
+                        break
+                    n += self._record_chunk(seq, chunk, fsync, only_new, touched)
+                self._sync(fsync)
+                self._save_segments(touched)
+                self._commit()
+            except BaseException:
+                self._abort()
+                raise
+            if n:
+                self._maybe_compact()
+        return n
+
+    def _record_chunk(self, seq: int, chunk: dict, fsync, only_new: bool, touched: set) -> int:
+        """Write and index ``chunk`` (key -> entry), in :meth:`record`'s transaction."""
+        db = self._db
+        kbs = {k: _kb(k) for k in chunk}
+        existing = self._rows_of(kbs.values())  # also keys of earlier chunks of this call
+        if existing:
+            if only_new:
+                chunk = {k: e for k, e in chunk.items() if kbs[k] not in existing}
+            else:
+                old_edges = []
+                for kb, (seg, depsb, ckpt) in existing.items():
+                    self._seg_live[seg] -= 1
+                    if not ckpt:
+                        old_edges.extend((_kb(d), kb) for d in _unpack(depsb))
+                db.executemany("DELETE FROM edges WHERE dep = ? AND child = ?", old_edges)
+        rows, edges = [], []
+        offset = self._writer.tell()
+        write = self._writer.write
+        mac0, active, cache, keep = self._mac0, self._active, self._cache, self.max_memory_entries
+        # the payload is the msgpack array [_ENTRY, seq, key, recipe, deps, priority,
+        # tileable, boundary], assembled from the packed key and dependencies that the
+        # index stores too (the same bytes as packing the whole list)
+        prefix = _array_header(8) + _kb(_ENTRY) + _kb(seq)
+        n = here = 0  # here: entries written to the active segment
+        for key, e in chunk.items():
+            kb = kbs[key]
+            deps = e.dependencies
+            if deps:
+                deps = tuple(_as_key(d) for d in deps)
+                dkbs = [kbs.get(d) or _kb(d) for d in deps]
+                depsb = _array_header(len(dkbs)) + b"".join(dkbs)
+                edges.extend([(d, kb) for d in dkbs])
+            else:
+                deps, depsb = (), _EMPTY_ARRAY
+            recipe = bytes(e.recipe)
+            priority = _as_key(e.priority)
+            payload = b"".join((prefix, kb, _kb(recipe), depsb,
+                                _kb((priority, e.tileable, e.boundary))[1:]))
+            frame = _frame_bytes(payload, mac0)
+            write(frame)
+            rows.append((kb, active, offset, seq, depsb))
+            if keep:
+                if key in cache:
+                    del cache[key]
+                cache[key] = (JournalEntry(key, recipe, deps, priority, e.tileable, e.boundary, seq), False)
+                if len(cache) > keep:
+                    cache.popitem(last=False)
+            offset += len(frame)
+            n += 1
+            here += 1
+            if offset >= self.segment_bytes:
+                self._seg_records[active] += here
+                self._seg_live[active] += here
+                here = 0
+                self._sync(fsync)
+                self._open_writer(self._active + 1)
+                active = self._active
+                touched.add(active)
+                offset = self._writer.tell()
+                write = self._writer.write
+        self._seg_records[active] += here
+        self._seg_live[active] += here
+        db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, 0)", rows)
+        db.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?)", edges)
         return n
 
     # ------------------------------------------------------------------ reading
 
     def __contains__(self, key) -> bool:
-        return _as_key(key) in self._index
+        key = _as_key(key)
+        with self._lock:
+            if key in self._cache:
+                return True
+            return self._db.execute("SELECT 1 FROM entries WHERE key = ?", (_kb(key),)).fetchone() is not None
+
+    def journaled(self, keys) -> list:
+        """Those of ``keys`` that are journaled (one index query per few hundred keys)."""
+        keys = [_as_key(k) for k in keys]
+        with self._lock:
+            found = self._rows_of([_kb(k) for k in keys])
+        return [k for k in keys if _kb(k) in found]
 
     def __len__(self) -> int:
-        return len(self._index)
+        with self._lock:
+            return sum(self._seg_live.values())
 
     def __iter__(self):
-        return iter(list(self._index))
+        return iter(self.keys())
 
     def keys(self) -> list:
-        return list(self._index)
+        """Every journaled key (read from the index on disk: for tests and tools)."""
+        with self._lock:
+            return [_unpack(kb) for (kb,) in self._db.execute("SELECT key FROM entries")]
 
     def live_graph_seqs(self) -> set:
         """Graph sequence numbers that live entries were recorded with."""
         with self._lock:
-            return set(self._seqs.values())
+            return {x for (x,) in self._db.execute(_LIVE_SEQS)}
 
     def max_graph_seq(self) -> int:
         with self._lock:
-            return max(self._seqs.values(), default=0)
+            return self._db.execute("SELECT MAX(seq) FROM entries").fetchone()[0] or 0
 
     def is_checkpoint(self, key) -> bool:
-        return _as_key(key) in self._checkpoints
+        key = _as_key(key)
+        with self._lock:
+            c = self._cache.get(key)
+            if c is not None:
+                return c[1]
+            row = self._row(key)
+            return bool(row and row[4])
 
     def offload(self, keys) -> None:
         """Drop the in-memory copies of ``keys``' entries (the scheduler forgot them): they
         stay on disk, where :meth:`get` reads them back if their lineage is needed."""
         with self._lock:
+            cache = self._cache
             for k in keys:
-                self._cache.pop(_as_key(k), None)
+                cache.pop(_as_key(k), None)
+            if not cache:
+                self._cache = OrderedDict()  # an emptied dict keeps its table: let it go
+
+    def _lookup(self, key):
+        """``(entry, is_checkpoint)`` of ``key`` or None (also for a damaged record)."""
+        c = self._cache.get(key)
+        if c is not None:
+            return c
+        row = self._row(key)
+        if row is None:
+            return None
+        try:
+            return self._read(row[0], row[1], key), bool(row[4])
+        except OSError as e:  # damaged since it was written: its lineage is unavailable
+            logger.warning("%s", e)
+            return None
 
     def get(self, key) -> JournalEntry | None:
-        key = _as_key(key)
         with self._lock:
-            e = self._cache.get(key)
-            if e is not None:
-                return e
-            loc = self._index.get(key)
-            if loc is None:
-                return None
-            try:
-                return self._read(*loc)
-            except OSError as e:  # damaged since it was written: its lineage is unavailable
-                logger.warning("%s", e)
-                return None
+            found = self._lookup(_as_key(key))
+        return None if found is None else found[0]
 
-    def _read(self, seg: int, offset: int) -> JournalEntry:
+    def _read(self, seg: int, offset: int, key=None) -> JournalEntry:
+        """The entry at ``offset`` of segment ``seg``, CRC- and MAC-checked (and, given
+        ``key``, checked to be ``key``'s: the index only locates records)."""
         if seg == self._active:
             self._writer.flush()
         f = self._readers.get(seg)
         if f is None:
-            f = self._readers[seg] = open(self._path(seg), "rb")  # noqa: SIM115 - cached
+            try:
+                f = self._readers[seg] = open(self._path(seg), "rb")  # noqa: SIM115 - cached
+            except FileNotFoundError:
+                raise OSError(f"lineage journal: {self._path(seg)} is missing") from None
         f.seek(offset)
         data = f.read(_FRAME)
         if len(data) == _FRAME:
@@ -438,7 +723,11 @@ class LineageJournal:
         if rec is None or rec[0] != _ENTRY:
             raise OSError(f"lineage journal: bad record in {self._path(seg)} at {offset} "
                           f"({why or 'not an entry'})")
-        return _entry_from(rec)
+        entry = _entry_from(rec)
+        if key is not None and entry.key != key:
+            raise OSError(f"lineage journal: the record in {self._path(seg)} at {offset} is not "
+                          f"{key!r}'s (index out of date)")
+        return entry
 
     def lineage(self, keys, is_available: Callable[[Key], bool] = lambda k: False
                 ) -> list[JournalEntry]:
@@ -456,7 +745,7 @@ class LineageJournal:
                 root = _as_key(root)
                 if root in done:
                     continue
-                # iterative post-order DFS: (key, entry or None, expanded?)
+                # iterative post-order DFS: (key, expanded?)
                 stack: list = [(root, False)]
                 entries: dict = {}
                 while stack:
@@ -471,14 +760,15 @@ class LineageJournal:
                     if is_available(key):
                         done.add(key)
                         continue
-                    e = self.get(key)
-                    if e is None:
+                    found = self._lookup(key)
+                    if found is None:
                         done.add(key)
                         missing.append(key)
                         continue
+                    e, is_checkpoint = found
                     entries[key] = e
                     stack.append((key, True))
-                    if key in self._checkpoints:
+                    if is_checkpoint:
                         continue
                     for d in reversed(e.dependencies):
                         if d not in done and d not in entries:
@@ -489,44 +779,89 @@ class LineageJournal:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def drop_before(self, keys, *, fsync: bool | None = None) -> list:
+    def drop_before(self, keys, *, fsync: bool | None = None,
+                    forgotten_checkpoints: list | None = None) -> list:
         """Mark journaled ``keys`` as checkpoints and forget every ancestor no other live
-        entry needs any more. Returns the forgotten keys."""
+        entry needs any more. Returns the forgotten keys; those that were checkpoints
+        themselves (superseded: their checkpoint files are needed no more by the journal)
+        are also appended to ``forgotten_checkpoints``."""
         with self._lock:
-            new = [k for k in map(_as_key, keys)
-                   if k in self._index and k not in self._checkpoints]
+            db = self._db
+            kbmap = {}
+            for k in map(_as_key, keys):
+                if k not in kbmap:
+                    kbmap[k] = _kb(k)
+            rows = self._rows_of(kbmap.values())
+            new = [(k, _unpack(rows[kb][1])) for k, kb in kbmap.items()
+                   if kb in rows and not rows[kb][2]]
             if not new:
                 return []
-            newset = set(new)
-            queue = deque()
-            for k in new:
-                self._checkpoints.add(k)
-                for d in self._deps[k]:  # cut the checkpoint's edges
-                    if self._decref(d) == 0:
-                        queue.append(d)
-            forgotten = []
-            while queue:
-                k = queue.popleft()
-                if k not in self._index or k in newset or self._dependents.get(k, 0) > 0:
-                    continue
-                deps = self._deps[k] if k not in self._checkpoints else ()
-                self._unlink(k, maintain_dependents=False)
-                forgotten.append(k)
-                for d in deps:
-                    if self._decref(d) == 0:
-                        queue.append(d)
-            self._writer.write(_frame([_DROP, new, forgotten], self._mac0))
-            self._sync(fsync)
+            newset = {k for k, _ in new}
+            forgotten: list = []
+            self._begin()
+            try:
+                db.executemany("UPDATE entries SET ckpt = 1 WHERE key = ?", [(kbmap[k],) for k, _ in new])
+                db.executemany("DELETE FROM edges WHERE dep = ? AND child = ?",  # cut their edges
+                               [(_kb(d), kbmap[k]) for k, deps in new for d in deps])
+                queue: list = []
+                cache = self._cache
+                for k, deps in new:
+                    c = cache.get(k)
+                    if c is not None:
+                        cache[k] = (c[0], True)
+                    queue.extend(deps)
+                # in waves (one query per few hundred keys, not several per key): a key goes
+                # once no live entry depends on it; its dependencies are the next wave
+                gone: set = set()
+                wave = queue
+                while wave:
+                    cand = {}
+                    for k in wave:
+                        if k not in newset and k not in gone and k not in cand:
+                            cand[k] = _kb(k)
+                    rows = self._rows_of(cand.values())
+                    kbs = [kb for kb in cand.values() if kb in rows]
+                    needed = set()
+                    for chunk in _chunks(kbs):
+                        needed.update(kb for (kb,) in db.execute(
+                            f"SELECT DISTINCT dep FROM edges WHERE dep IN ({','.join('?' * len(chunk))})",
+                            chunk))
+                    wave, dead_edges, dead = [], [], []
+                    for k, kb in cand.items():
+                        if kb not in rows or kb in needed:
+                            continue  # not journaled, or still needed
+                        seg, depsb, ckpt = rows[kb]
+                        deps = () if ckpt else _unpack(depsb)
+                        dead_edges.extend((_kb(d), kb) for d in deps)
+                        dead.append((kb,))
+                        self._seg_live[seg] -= 1
+                        self._cache.pop(k, None)
+                        gone.add(k)
+                        forgotten.append(k)
+                        if ckpt and forgotten_checkpoints is not None:
+                            forgotten_checkpoints.append(k)
+                        wave.extend(deps)
+                    db.executemany("DELETE FROM edges WHERE dep = ? AND child = ?", dead_edges)
+                    db.executemany("DELETE FROM entries WHERE key = ?", dead)
+                self._writer.write(_frame([_DROP, [k for k, _ in new], forgotten], self._mac0))
+                self._sync(fsync)
+                self._save_segments([self._active])
+                self._commit()
+            except BaseException:
+                self._abort()
+                raise
             self._delete_dead_head()
             self._maybe_compact()
             return forgotten
 
-    def checkpoint(self, graph_seq: int, entry: JournalEntry, *, fsync: bool | None = None) -> list:
+    def checkpoint(self, graph_seq: int, entry: JournalEntry, *, fsync: bool | None = None,
+                   forgotten_checkpoints: list | None = None) -> list:
         """``entry.key`` was checkpointed: forget the lineage behind it (as
         :meth:`drop_before`) and record ``entry`` (the recipe that reads the checkpoint, no
         dependencies) in its place. Returns the forgotten keys."""
         with self._lock:
-            forgotten = self.drop_before([entry.key], fsync=False)
+            forgotten = self.drop_before([entry.key], fsync=False,
+                                         forgotten_checkpoints=forgotten_checkpoints)
             self.record(graph_seq, [entry], fsync=False)
             self.drop_before([entry.key], fsync=fsync)  # record() replaced the marked entry
             return forgotten
@@ -545,41 +880,67 @@ class LineageJournal:
             f.close()
         self._seg_live.pop(seg, None)
         self._seg_records.pop(seg, None)
+        self._db.execute("DELETE FROM segments WHERE seg = ?", (seg,))
         try:
             self._path(seg).unlink()
         except FileNotFoundError:
             pass
 
     def dead_records(self) -> int:
-        return sum(self._seg_records.values()) - len(self._index)
+        return sum(self._seg_records.values()) - len(self)
 
     def _maybe_compact(self) -> None:
         dead = self.dead_records()
-        if dead >= self.compact_min_dead and dead > len(self._index):
+        if dead >= self.compact_min_dead and dead > len(self):
             self.compact()
 
     def compact(self) -> None:
         """Rewrite live entries (in record order) into a new segment, delete the old ones.
         A crash midway leaves old segments plus a (possibly torn) copy: replay is the same."""
         with self._lock:
+            db = self._db
             old = sorted(self._seg_live)
-            order = sorted(self._index.items(), key=lambda kv: kv[1])
-            entries = [self._cache.get(k) or self._read(*loc) for k, loc in order]
+            locs = db.execute("SELECT key, seg, off FROM entries ORDER BY seg, off").fetchall()
+            ckpts = [_unpack(kb) for (kb,) in db.execute("SELECT key FROM entries WHERE ckpt")]
             new = self._active + 1
-            self._open_writer(new)
-            for e in entries:
-                offset = self._writer.tell()
-                self._writer.write(_frame([_ENTRY, e.graph_seq, e.key, e.recipe,
-                                           e.dependencies, e.priority, e.tileable,
-                                           e.boundary], self._mac0))
-                self._seg_records[new] += 1
-                self._seg_live[self._index[e.key][0]] -= 1
-                self._seg_live[new] += 1
-                self._index[e.key] = (new, offset)
-            if self._checkpoints:
-                self._writer.write(_frame([_DROP, list(self._checkpoints), []], self._mac0))
-            self._writer.flush()
-            os.fsync(self._writer.fileno())
+            self._begin()
+            try:
+                self._open_writer(new)
+                updates, lost = [], []
+                for kb, seg, off in locs:
+                    key = _unpack(kb)
+                    c = self._cache.get(key)
+                    try:
+                        e = c[0] if c is not None else self._read(seg, off, key)
+                    except OSError as exc:  # damaged since written: not journaled any more
+                        logger.warning("%s", exc)
+                        lost.append((kb,))
+                        self._seg_live[seg] -= 1
+                        continue
+                    offset = self._writer.tell()
+                    self._writer.write(_frame([_ENTRY, e.graph_seq, e.key, e.recipe,
+                                               e.dependencies, e.priority, e.tileable,
+                                               e.boundary], self._mac0))
+                    self._seg_records[new] += 1
+                    self._seg_live[seg] -= 1
+                    self._seg_live[new] += 1
+                    updates.append((new, offset, kb))
+                    if len(updates) >= _BATCH:
+                        db.executemany("UPDATE entries SET seg = ?, off = ? WHERE key = ?", updates)
+                        updates.clear()
+                db.executemany("UPDATE entries SET seg = ?, off = ? WHERE key = ?", updates)
+                if lost:
+                    db.executemany("DELETE FROM edges WHERE child = ?", lost)
+                    db.executemany("DELETE FROM entries WHERE key = ?", lost)
+                if ckpts:
+                    self._writer.write(_frame([_DROP, ckpts, []], self._mac0))
+                self._writer.flush()
+                os.fsync(self._writer.fileno())
+                self._save_segments([new])
+                self._commit()
+            except BaseException:
+                self._abort()
+                raise
             for seg in old:
                 self._remove_segment(seg)
 
@@ -590,15 +951,17 @@ class LineageJournal:
             segs = [self._path(s) for s in sorted(self._seg_live)]
             if self._writer is not None:
                 self._writer.flush()
+            n = len(self)
             return {
-                "entries": len(self._index),
+                "entries": n,
                 "entries_in_memory": len(self._cache),
                 # every entry is persisted; these are the ones held only on disk
-                "entries_on_disk": len(self._index) - len(self._cache),
-                "checkpoints": len(self._checkpoints),
+                "entries_on_disk": n - len(self._cache),
+                "checkpoints": self._db.execute("SELECT COUNT(*) FROM entries WHERE ckpt").fetchone()[0],
                 "dead_records": self.dead_records(),
                 "segments": len(segs),
                 "bytes": sum(p.stat().st_size for p in segs if p.exists()),
+                "index_bytes": sum(p.stat().st_size for p in self._index_files() if p.exists()),
             }
 
     def close(self) -> None:
@@ -610,6 +973,7 @@ class LineageJournal:
                 self._sync(None)
                 self._writer.close()
                 self._writer = None
+            self._disconnect()
 
     def __enter__(self):
         return self
