@@ -294,7 +294,7 @@ class DropDuplicates(DataFrameOperand):
             for i, c in enumerate(x.chunks)
         ]
         method = self.method
-        limit = parse_bytes(config.get("tiling.chunk-store-limit", "128MiB"))
+        limit = self.store_limit
         if method == "auto":
             nrows = x.shape[0]
             if len(cands) <= 1 or (not math.isnan(nrows) and nrows * row_nbytes(x.meta) <= limit):
@@ -305,7 +305,7 @@ class DropDuplicates(DataFrameOperand):
                 method = "tree" if total * (8.0 * (nkeys + 3)) <= limit else "shuffle"
         if method == "tree":
             parts = cands
-            size = combine_size()
+            size = self.combine
             level = 0
             while len(parts) > size:
                 parts = [
@@ -359,6 +359,14 @@ def _dup_args(obj, subset, keep, method):
     return pos, len(pos)
 
 
+def _tiling_params() -> dict:
+    """The configuration the tile plan depends on, read when the operation is built: as
+    parameters they are part of its key, so one key always has one chunk graph (a key
+    tiled under another limit would name other chunks, issue 17)."""
+    return {"store_limit": parse_bytes(config.get("tiling.chunk-store-limit", "128MiB")),
+            "combine": combine_size()}
+
+
 def _drop_duplicates(self, subset=None, keep="first", inplace=False, ignore_index=False, method="auto"):
     """pandas' ``drop_duplicates`` (exact rows, order and labels); ``method`` as Mars:
     ``"auto"``, ``"tree"`` or ``"shuffle"``."""
@@ -371,7 +379,7 @@ def _drop_duplicates(self, subset=None, keep="first", inplace=False, ignore_inde
     if ignore_index:
         meta = meta.reset_index(drop=True).iloc[:0]
     op = DropDuplicates([self.data], subset_pos=pos, nkeys=nkeys, keep=keep, method=method, mode="drop",
-                        ignore_index=ignore_index)
+                        ignore_index=ignore_index, **_tiling_params())
     out = op.new_output(meta, nan, range_index=bool(ignore_index))
     if inplace:
         self.data = out.data
@@ -392,7 +400,7 @@ def _duplicated(self, subset=None, keep="first", method="auto"):
     pos, nkeys = _dup_args(self, subset, keep, method)
     meta = pd.Series([], dtype=bool, index=self.data.meta.index[:0], name=self.data.meta.name if isinstance(self, Series) else None)
     op = DropDuplicates([self.data], subset_pos=pos, nkeys=nkeys, keep=keep, method=method, mode="flags",
-                        ignore_index=False)
+                        ignore_index=False, **_tiling_params())
     return op.new_output(meta, self.shape[0], index_key=self.data.index_key, range_index=self.data.range_index)
 
 

@@ -47,7 +47,9 @@ class Chunk:
     ``blockwise`` says the kernel maps aligned blocks of its inputs one to one, so the
     emitter may fuse all of its single-use inputs into it.  ``future`` is set once the
     chunk's data lives on the cluster.  ``fused`` remembers which inputs the emitter
-    inlined the first time, so a re-submitted key always carries the same recipe.
+    inlined the first time, so a re-submitted key always carries the same recipe (those
+    inputs are inlined again, recomputed inside this task, even if they were executed or
+    gained other consumers since).
     ``boundary`` marks outputs that cut lineage (shuffle map outputs): they are emitted as
     their own keys, annotated ``mars_boundary``, so failover can checkpoint them.
     """

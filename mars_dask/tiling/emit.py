@@ -19,13 +19,19 @@ Chunks that are already executed appear as their Futures (as in a persisted dask
 so only the new part of a graph is submitted.  Single-use chains are fused into one Task
 (nested Tasks run inline), as Dask's blockwise fusion does for dask.array.  A chunk's
 fusion is decided the first time it is emitted and kept: the scheduler may still hold the
-key's recipe from an earlier graph, and the same key must always carry the same recipe.
+key's recipe from an earlier graph, and the same key must always carry the same recipe.  So
+an input inlined then is inlined again in every later emission of that key, even once it
+has been executed or gained other readers (iterative tiling submits a graph in stages).
+
+:func:`build_graph` runs in phases: :func:`postorder` (which chunks, in which order),
+:func:`count_consumers` (who reads what by key), :func:`fuse_and_encode` (compact specs,
+fusion) and :func:`group_into_layers` (layers, annotations).
 """
 
 from __future__ import annotations
 
-import math
 import time
+import weakref
 from typing import Iterable, Sequence
 
 from dask._task_spec import Task, TaskRef, parse_input
@@ -50,47 +56,97 @@ def layer_name(key) -> str:
     return key[0] if isinstance(key, tuple) else key
 
 
-def postorder(outputs: Iterable[Chunk]) -> tuple[list[Chunk], list[Chunk]]:
-    """Depth-first post-order of the not-yet-executed chunks needed for ``outputs``.
+class FusedInputs(frozenset):
+    """The keys of the inputs a chunk's task inlines (``Chunk.fused``), decided when a chunk
+    with that key is first emitted.
 
-    Returns ``(order, executed)``: chunks to run (inputs before consumers, each subtree
-    completed before its next sibling) and the already executed chunks they read.
+    The same expression built twice tiles into new Chunk objects with the same keys (that
+    is how its data is shared); they must get the same recipe as the first ones, which the
+    scheduler may still hold.  So a decision is registered by key in :data:`_decisions`
+    and adopted by every Chunk with that key emitted later; the entry lives as long as some
+    Chunk holds the decision (a weak reference: the registry never grows on its own).
+    (No ``__slots__``: a subclass of ``frozenset`` is weakly referenceable only without.)"""
+
+
+#: chunk key -> weak reference to its FusedInputs, while a Chunk holding it lives (a plain
+#: dict of ``KeyedRef``s rather than a ``WeakValueDictionary``: looked up for every chunk
+#: emitted the first time, where the latter's Python-level ``get`` is measurably slower)
+_decisions: dict = {}
+
+
+def _forget(ref: weakref.KeyedRef, decisions: dict = _decisions) -> None:
+    if decisions.get(ref.key) is ref:
+        del decisions[ref.key]
+
+
+def _decided(key) -> FusedInputs | None:
+    """The fusion decided for ``key`` by a Chunk that still lives, if any."""
+    ref = _decisions.get(key)
+    return None if ref is None else ref()
+
+
+def _decide(key, fused: list) -> FusedInputs:
+    f = FusedInputs(fused)
+    _decisions[key] = weakref.KeyedRef(f, _forget, key)
+    return f
+
+
+def _inlined(c: Chunk, inp: Chunk) -> bool:
+    """Does ``c``'s recipe, as decided when ``c`` was first emitted, inline ``inp``?
+
+    An inlined input is recomputed inside ``c``'s task (even if it has been executed on its
+    own since), so that ``c``'s key keeps its first recipe.  An input whose lineage was cut
+    since (``func is None``) cannot be inlined any more and is referenced by key."""
+    fused = c.fused
+    return bool(fused) and inp.key in fused and inp.func is not None
+
+
+def postorder(outputs: Iterable[Chunk]) -> tuple[list[Chunk], list[Chunk]]:
+    """Depth-first post-order of the chunks whose recipes the graph for ``outputs`` needs.
+
+    A Chunk not emitted before adopts the fusion decided for its key (:class:`FusedInputs`).
+    Returns ``(order, executed)``: chunks whose recipes are built (inputs before consumers,
+    each subtree completed before its next sibling) and the already executed chunks
+    referenced by key.  A chunk is walked through (its recipe built) if it is not executed,
+    or if a consumer's first recipe inlines it (see :func:`_inlined`: then it is recomputed
+    inline even if executed, and only emitted as its own key if something else needs it).
     """
     order: list[Chunk] = []
     executed: list[Chunk] = []
-    seen: set = set()
-    stack: list[tuple[Chunk, bool]] = [(c, False) for c in reversed(list(outputs))]
+    seen: set = set()  # walked through
+    seen_executed: set = set()
+    stack: list[tuple[Chunk, bool, bool]] = [(c, False, False) for c in reversed(list(outputs))]
     while stack:
-        c, expanded = stack.pop()
+        c, expanded, inline = stack.pop()
         if expanded:
             order.append(c)
             continue
-        if c.key in seen:
+        k = c.key
+        if c.future is not None and not inline:
+            if k not in seen_executed:
+                seen_executed.add(k)
+                executed.append(c)
             continue
-        seen.add(c.key)
-        if c.future is not None:
-            executed.append(c)
+        if k in seen:
             continue
+        seen.add(k)
         if c.func is None:  # lineage cut (checkpointed): a reference by key, see Chunk.cut_lineage
             continue
-        stack.append((c, True))
-        for inp in reversed(c.inputs):
-            if inp.key not in seen:
-                stack.append((inp, False))
+        stack.append((c, True, False))
+        if c.fused is None:  # first emission of this Chunk: the key's recipe may be known
+            twin = _decided(k)
+            if twin is not None:
+                c.fused = twin
+        if c.fused:
+            for inp in reversed(c.inputs):
+                inline = _inlined(c, inp)
+                if inp.key not in seen or (not inline and inp.future is not None):
+                    stack.append((inp, False, inline))
+        else:
+            for inp in reversed(c.inputs):
+                if inp.key not in seen or inp.future is not None:
+                    stack.append((inp, False, False))
     return order, executed
-
-
-def estimate_memory(c: Chunk) -> int:
-    """Peak memory of running ``c``: its own ``memory`` if the operand set one, otherwise
-    the bytes of its inputs plus its output (unknown sizes count as 0)."""
-    if c.memory is not None:
-        return int(c.memory)
-    total = 0.0
-    for x in (c, *c.inputs):
-        nb = x.nbytes
-        if nb is not None and not math.isnan(nb):
-            total += nb
-    return int(total)
 
 
 _CONTAINERS = (list, tuple, dict)
@@ -215,32 +271,63 @@ class ChunkLayer(MaterializedLayer):
         return ChunkLayer, (self.specs, self.futures, self.annotations)
 
 
-def build_graph(
-    outputs: Sequence[Chunk], *, fuse: bool = True, graph_seq: int | None = None
-) -> HighLevelGraph:
-    """The ``HighLevelGraph`` computing ``outputs`` (chunks), with Mars annotations."""
-    if graph_seq is None:
-        graph_seq = next_graph_seq()
-    base = graph_seq * PRIORITY_STRIDE
-    out_keys = {c.key for c in outputs}
-    order, executed = postorder(outputs)
+def count_consumers(order: Sequence[Chunk]) -> tuple[dict, dict]:
+    """Phase 1: how many chunks of ``order`` read each key, by key and inlined.
 
+    Returns ``(by_key, inlined)``.  A chunk may only be fused into a consumer that is its
+    only reader by key in this graph (otherwise the others need its key anyway); a chunk
+    no task reads by key and that is not an output is not emitted on its own (it lives
+    inlined only).  ``inlined`` counts the readers whose first recipe inlines the chunk
+    (:func:`_inlined`): its spec is kept until the last of them is encoded.  An inlined
+    chunk's own inputs are counted when it is visited (it is in ``order`` too)."""
     n_consumers: dict = {}
+    n_inlined: dict = {}
     get = n_consumers.get
     for c in order:
         ins = c.inputs
+        if c.fused:
+            refs = []
+            for i in ins:
+                if _inlined(c, i):
+                    n_inlined[i.key] = n_inlined.get(i.key, 0) + 1
+                else:
+                    refs.append(i)
+            ins = refs
         if len(ins) == 1:
             k = ins[0].key
             n_consumers[k] = get(k, 0) + 1
         else:
             for k in {i.key for i in ins}:
                 n_consumers[k] = get(k, 0) + 1
+    return n_consumers, n_inlined
 
-    specs: dict = {}  # key -> (spec, deps) emitted, unless later fused into its consumer
+
+def fuse_and_encode(
+    order: Sequence[Chunk], n_consumers: dict, n_inlined: dict, out_keys: set, fuse: bool
+) -> tuple[dict, dict, dict]:
+    """Phase 2: each chunk's compact task spec, single-use chains fused into one task.
+
+    A chunk's fusion is decided the first time its key is emitted and recorded in
+    ``Chunk.fused`` (shared with later Chunks of that key, see :class:`FusedInputs`);
+    every later emission inlines exactly those inputs again, whatever
+    became of them (executed, read by new consumers, outputs, boundaries), because the
+    scheduler may still hold the key's task from the earlier graph and one key must have one
+    recipe (``distributed`` warns about "different run_spec" otherwise, and a dependent
+    could be wired to the wrong dependencies).  A new decision fuses an input only if it is
+    read by this chunk alone, is not an output or a lineage boundary, and the chunk is
+    blockwise or has just this one pending input (so no wide task recomputes a shared
+    subtree).
+
+    Returns ``(built, memory, emit)``: key -> ``(spec, deps)`` of the chunks to emit as
+    their own tasks, key -> peak memory estimate (an inlined subtree's peak counts), and
+    those keys -> their position in ``order`` (for priorities).  The counts of :func:`count_consumers`
+    are updated as inputs get inlined; a spec nobody needs any more is dropped at once (a
+    100,000-chunk graph would otherwise keep twice the objects alive and pay for it in
+    garbage collections).
+    """
+    built: dict = {}  # key -> (spec, deps)
     memory: dict = {}
-    prio: dict = {}
-    boundary: dict = {}
-    for i, c in enumerate(order):
+    for c in order:
         subst = {}
         ins = c.inputs
         mem = c.memory
@@ -254,35 +341,60 @@ def build_graph(
                 if nb is not None and nb == nb:
                     mem += nb
         mem = int(mem)
-        sticky = c.fused
-        if fuse and sticky is None:
-            n_pending = 0
+        decided = c.fused
+        if decided is None:
+            fused = []
+            if fuse:
+                n_pending = 0
+                for inp in ins:
+                    if inp.future is None:
+                        n_pending += 1
+                linear_ok = c.blockwise or n_pending == 1
             for inp in ins:
-                if inp.future is None:
-                    n_pending += 1
-            linear_ok = c.blockwise or n_pending == 1
-        fused = []
-        for inp in ins:
-            k = inp.key
-            if k in subst:
-                continue
-            if (
-                fuse
-                and inp.future is None
-                and inp.func is not None
-                and k not in out_keys
-                and n_consumers[k] == 1
-                # a recipe once emitted stays (even if the input became a boundary later)
-                and (k in sticky if sticky is not None else (inp.boundary is None and linear_ok))
-            ):
-                fused.append(k)
-                subst[k] = specs.pop(k)
-                m = memory.pop(k)
-                if m > mem:
-                    mem = m
-                del prio[k]
-            else:
-                subst[k] = None
+                k = inp.key
+                if k in subst:
+                    continue
+                if (
+                    fuse
+                    and linear_ok
+                    and inp.future is None
+                    and inp.func is not None
+                    and inp.boundary is None
+                    and k not in out_keys
+                    and n_consumers[k] == 1
+                ):
+                    fused.append(k)
+                    n_consumers[k] = 0
+                    if n_inlined and n_inlined.get(k):
+                        subst[k] = built[k]
+                        m = memory[k]
+                    else:  # its only reader
+                        subst[k] = built.pop(k)
+                        m = memory.pop(k)
+                    if m > mem:
+                        mem = m
+                else:
+                    subst[k] = None
+            c.fused = _decide(c.key, fused)
+        elif decided:
+            for inp in ins:
+                k = inp.key
+                if k in subst:
+                    continue
+                if _inlined(c, inp):
+                    subst[k] = built[k]
+                    m = memory[k]
+                    if m > mem:
+                        mem = m
+                    left = n_inlined[k] - 1
+                    n_inlined[k] = left
+                    if not left and not n_consumers.get(k) and not (k in out_keys and inp.future is None):
+                        del built[k], memory[k]
+                else:
+                    subst[k] = None
+        else:  # decided: nothing inlined
+            for inp in ins:
+                subst[inp.key] = None
         deps: set = set()
         if ins:
             kinds, args = _encode_seq(c.args, subst, deps)
@@ -293,20 +405,36 @@ def build_graph(
             names = tuple(c.kwargs)
             kk, kv = _encode_seq([c.kwargs[n] for n in names], subst, deps)
             kwargs = (names, kk, kv)
-        if sticky is None:
-            c.fused = frozenset(fused)
         key = c.key
-        specs[key] = ((key, c.func, args, kinds, kwargs), deps)
+        built[key] = ((key, c.func, args, kinds, kwargs), deps)
         memory[key] = mem
-        prio[key] = -(base + i)
-        if c.boundary is not None:
-            boundary[key] = c.boundary
+    # a chunk gets its own task if it is an output or read by key, and not executed (an
+    # executed chunk in ``order`` was walked through only to be recomputed inline)
+    emit = {}
+    for i, c in enumerate(order):
+        k = c.key
+        if (k in out_keys or n_consumers.get(k)) and c.future is None:
+            emit[k] = i
+    return built, memory, emit
 
+
+def group_into_layers(
+    order: Sequence[Chunk], executed: Sequence[Chunk], built: dict, memory: dict, emit: dict, base: int
+) -> HighLevelGraph:
+    """Phase 3: one annotated ``ChunkLayer`` per tileable, and the layers' dependencies.
+
+    One layer per tileable keeps ``mars_tileable`` a constant per layer and lets Dask see
+    the tileable graph (its ``HighLevelGraph`` dependencies).  Priorities follow the
+    post-order (``-(base + position)``).  A dependency on a chunk referenced by key only
+    (lineage cut, data gone) has no layer: the scheduler's failover journal supplies its
+    recipe."""
+    boundary = {c.key: c.boundary for c in order if c.boundary is not None}
     by_layer: dict[str, tuple[dict, dict]] = {}
     for c in executed:
         by_layer.setdefault(layer_name(c.key), ({}, {}))[1][c.key] = c.future
     layer_deps: dict[str, set] = {}
-    for k, (spec, deps) in specs.items():
+    for k in emit:
+        spec, deps = built[k]
         name = layer_name(k)
         by_layer.setdefault(name, ({}, {}))[0][k] = spec
         ld = layer_deps.setdefault(name, set())
@@ -314,15 +442,12 @@ def build_graph(
             dn = layer_name(d)
             if dn != name:
                 ld.add(dn)
-
-    hlg_layers = {}
-    # a dependency on a chunk referenced by key only (lineage cut, data gone) has no layer:
-    # the scheduler's failover journal supplies its recipe
     for ld in layer_deps.values():
         ld.intersection_update(by_layer)
+    hlg_layers = {}
     for name, (lspecs, lfutures) in by_layer.items():
         if lspecs:
-            lp = {k: prio[k] for k in lspecs}
+            lp = {k: -(base + emit[k]) for k in lspecs}
             lm = {k: memory[k] for k in lspecs}
             annotations = {"priority": lp.get, "mars_memory": lm.get, "mars_tileable": name}
             lb = {k: boundary[k] for k in lspecs if k in boundary}
@@ -332,3 +457,19 @@ def build_graph(
             annotations = None
         hlg_layers[name] = ChunkLayer(lspecs, lfutures, annotations=annotations)
     return HighLevelGraph(hlg_layers, {name: layer_deps.get(name, set()) for name in hlg_layers})
+
+
+def build_graph(
+    outputs: Sequence[Chunk], *, fuse: bool = True, graph_seq: int | None = None
+) -> HighLevelGraph:
+    """The ``HighLevelGraph`` computing ``outputs`` (chunks), with Mars annotations.
+
+    ``fuse`` applies to chunks emitted for the first time; a chunk emitted before keeps the
+    fusion it had (see :func:`fuse_and_encode`)."""
+    if graph_seq is None:
+        graph_seq = next_graph_seq()
+    out_keys = {c.key for c in outputs}
+    order, executed = postorder(outputs)
+    n_consumers, n_inlined = count_consumers(order)
+    built, memory, emit = fuse_and_encode(order, n_consumers, n_inlined, out_keys, fuse)
+    return group_into_layers(order, executed, built, memory, emit, graph_seq * PRIORITY_STRIDE)

@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import RUN_SPEC_WARNING
+
 N_ROWS = 4_000
 N_CUST = 60  # customers c0..c59; the customer table knows c0..c39 only
 CHUNK_BYTES = 24_000  # the CSV is ~230 kB: about 10 chunks
@@ -94,7 +96,9 @@ def _issue18_month_dtype(res: pd.DataFrame, exp: pd.DataFrame) -> pd.DataFrame:
     return exp
 
 
-def _run_etl(cluster, tmp_path):
+def _run_etl(cluster, tmp_path, client=None):
+    """Run the ETL on ``cluster`` (a CLICluster, whose ``client`` is the default one) or,
+    given ``client``, on that client's cluster; check every result against pandas."""
     import mars_dask
     import mars_dask.dataframe as md
 
@@ -110,7 +114,8 @@ def _run_etl(cluster, tmp_path):
                customers, lambda f: md.DataFrame(f, chunk_size=15))
     names = list(got)
 
-    assert mars_dask.get_client() is cluster.client  # the CLI cluster, not an embedded one
+    # the CLI cluster (or the given client's), not an embedded one
+    assert mars_dask.get_client() is (client if client is not None else cluster.client)
     mars_dask.execute(*[got[n] for n in names])
 
     # several partitions, some of them empty (and so held by the stores)
@@ -128,15 +133,38 @@ def _run_etl(cluster, tmp_path):
 
 
 def _problems(cluster) -> list[str]:
-    """Tracebacks and mars_dask warnings/errors in the cluster's logs so far (a store or
+    """Tracebacks, mars_dask warnings/errors and "different run_spec" warnings (one key
+    submitted with two recipes, issue 17) in the cluster's logs so far (a store or
     checkpoint write that failed is logged, not raised: the job itself still succeeds)."""
     bad = []
     for f in sorted(cluster.tmp.glob("*.log")):
         for line in f.read_text(errors="replace").splitlines():
-            if "Traceback" in line or (" - mars_dask" in line and any(
+            if "Traceback" in line or RUN_SPEC_WARNING in line or (" - mars_dask" in line and any(
                     f" - {lvl} - " in line for lvl in ("WARNING", "ERROR", "CRITICAL"))):
                 bad.append(f"{f.name}: {line}")
     return bad
+
+
+@pytest.mark.timeout(300)
+def test_etl_one_recipe_per_key(client, tmp_path):
+    """Issue 17: the ETL tiles in stages (the merge's and the groupbys' unknown lengths are
+    learnt by executing part of the graph first); a key emitted in an early stage with an
+    input inlined (fused) into its task must carry the same recipe when a later stage
+    emits it again, or the scheduler logs "Detected different `run_spec`" (before the fix:
+    the merge's ``-len`` keys, several per run). Checked on the scheduler's own log, and by
+    the suite-wide hook in ``tests/conftest.py``."""
+    from tests.conftest import run_spec_warnings
+
+    def logged():  # newest first
+        return [msg for _, msg in client.get_scheduler_logs(n=10_000) if RUN_SPEC_WARNING in msg]
+
+    before = len(logged())
+    run_spec_warnings.take()
+    with client.as_current():
+        _run_etl(None, tmp_path, client=client)
+    after = logged()
+    assert len(after) == before, after[0]
+    assert run_spec_warnings.messages == [], run_spec_warnings.messages[0]
 
 
 @pytest.mark.timeout(300)
