@@ -204,9 +204,6 @@ def test_tiling_configuration_is_part_of_the_key(client):
     assert df.drop_duplicates(["a", "b"]).key == b.key  # still the same expression, same key
 
 
-@pytest.mark.xfail(reason="issue 17, not in tiling: the failover plugin rewrites a checkpointed shuffle "
-                          "boundary's task to load_checkpoint on the scheduler; the same expression "
-                          "built again submits the key's own recipe (other dependencies)", strict=False)
 def test_shuffle_rebuilt_after_its_boundaries_were_checkpointed(client):
     import pandas as pd
 

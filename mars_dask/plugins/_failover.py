@@ -174,6 +174,7 @@ class Failover:
         self._graph_cache: OrderedDict = OrderedDict()  # seq -> materialized graph read back
         self._expr = contextvars.ContextVar("mars_dask_graph_expr", default=None)
         self._restoring: dict = {}  # key -> recorded priority, for the graph being submitted
+        self._loading: set = set()  # keys whose task now reads its checkpoint (until forgotten)
         self._journal_plan: Plan | None = None
         self._by_stimulus: dict[str, Plan] = {}
         self._plan_of: dict = {}  # key -> Plan still pending
@@ -419,7 +420,18 @@ class Failover:
             self._start_plan(plan)
 
     def _find_lost_dependencies(self, dsk, keys):
-        """Dask's check, after putting the lineage of keys it no longer has into ``dsk``."""
+        """Dask's check, after putting the lineage of keys it no longer has into ``dsk``.
+
+        Also (it runs before Dask compares the graph with its tasks): a key whose task
+        reads its checkpoint keeps that recipe when a client submits the key's own recipe
+        again (the same expression built again), so one key has one recipe on the
+        scheduler and its cut lineage is not pulled back in."""
+        if self._loading:
+            tasks = self.s.tasks
+            for k in self._loading.intersection(dsk):
+                ts = tasks.get(k)
+                if ts is not None and is_loader(ts.run_spec):
+                    dsk[k] = ts.run_spec
         lost = self._orig_find_lost(dsk, keys)
         if not lost or self.journal is None:
             return lost
@@ -559,6 +571,7 @@ class Failover:
         """``ts`` now reads its checkpoint: detach it from its inputs and let Dask forget the
         inputs nothing else needs."""
         ts.run_spec = spec
+        self._loading.add(ts.key)
         if not ts.priority:  # scattered data never had one; Dask needs it to schedule
             ts.priority = (0, self.s.generation, 0)
         recs = {}
@@ -664,6 +677,7 @@ class Failover:
             # journal's index of it is on disk too)
             self._recorded.discard(key)
             self._specs.pop(key, None)
+            self._loading.discard(key)
             if self.offload:
                 self._cut_keys.discard(key)
                 self._seq_of.pop(key, None)
