@@ -34,9 +34,9 @@ import dask.config
 from dask.utils import parse_timedelta
 from distributed import Client, LocalCluster
 from distributed.client import default_client
-from distributed.deploy.cluster import Cluster
 from distributed.utils import clean_dashboard_address
 
+from . import _dask_internals as DI
 from . import config
 from .errors import ClientClosedError
 
@@ -139,6 +139,8 @@ class _EmbeddedCluster(LocalCluster):
     """
 
     def _update_worker_status(self, op, msg):
+        if not DI.enabled("embedded-cluster-respawn"):
+            return super()._update_worker_status(op, msg)
         if op == "remove":
             name = self.scheduler_info["workers"].get(msg, {}).get("name")
             delay = parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
@@ -167,7 +169,7 @@ class _EmbeddedCluster(LocalCluster):
             if name is not None:
                 asyncio.get_running_loop().call_later(delay, check)
         # skip SpecCluster's version (the timed close), keep Cluster's bookkeeping
-        Cluster._update_worker_status(self, op, msg)
+        DI.cluster_worker_status(self, op, msg)
 
 
 def start_embedded_cluster() -> Client:

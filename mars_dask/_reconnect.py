@@ -31,7 +31,9 @@ from distributed import Future, wait
 from distributed.client import FuturesCancelledError
 from distributed.comm import CommClosedError
 
+from . import _dask_internals as DI
 from . import config
+from .plugins import _protocol as _P
 from .errors import MarsDaskError
 from .tiling.core import Chunk, bump_execution_epoch
 
@@ -43,7 +45,7 @@ logger = logging.getLogger("mars_dask.session")
 #: (distributed 2026.8, Client._reconnect)
 LOST_REASON = "scheduler-connection-lost"
 #: the event topic each worker logs on once it rejoined (mars_dask.plugins._worker)
-REJOIN_TOPIC = "mars-worker-rejoin"
+REJOIN_TOPIC = _P.REJOIN_TOPIC
 
 # client -> the largest worker count seen on its scheduler (to know how many should rejoin)
 _n_workers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -64,9 +66,8 @@ def _dead(f) -> bool:
 
 
 def _lost_by_disconnect(f) -> bool:
-    # private: FutureState.exception is the FutureCancelledError with Client's reason
-    exc = getattr(getattr(f, "_state", None), "exception", None)
-    return getattr(exc, "reason", None) == LOST_REASON
+    # private contact: see mars_dask._dask_internals.future_cancel_reason
+    return DI.future_cancel_reason(f) == LOST_REASON
 
 
 def _revive(outputs: Sequence[Chunk]) -> list[tuple[Chunk, Future]]:
@@ -100,8 +101,8 @@ class Reconnecting:
 
     # -- scheduler loss ------------------------------------------------------------------
     def _note_workers(self) -> None:
-        # private: the Client's cached scheduler identity (refreshed every few seconds)
-        n = (getattr(self.client, "_scheduler_identity", None) or {}).get("n_workers") or 0
+        # private contact: the Client's cached scheduler identity (_dask_internals.scheduler_n_workers)
+        n = DI.scheduler_n_workers(self.client)
         if n > _n_workers.get(self.client, 0):
             _n_workers[self.client] = n
 

@@ -42,6 +42,8 @@ from distributed.core import Status
 from distributed.diagnostics.plugin import NannyPlugin
 from tornado.ioloop import PeriodicCallback
 
+from .. import _dask_internals as DI
+from . import _protocol as P
 from ._rss import RSSReader
 
 logger = logging.getLogger("mars_dask.plugins")
@@ -54,6 +56,7 @@ class MarsNannyPlugin(NannyPlugin):
     idempotent = True
 
     def setup(self, nanny):
+        DI.check("nanny")
         self.nanny = nanny
         self._proc = None  # the AsyncProcess being watched
         self._pid = None
@@ -67,7 +70,7 @@ class MarsNannyPlugin(NannyPlugin):
         self._tasks: set = set()
         self._lost_deadline = None  # scheduler lost: give up at this time (monotonic)
         self._saved_death_timeout = _UNSET
-        nanny.handlers["mars_scheduler_lost"] = self._scheduler_lost
+        DI.register_handlers(nanny, {P.NANNY_SCHEDULER_LOST: self._scheduler_lost})
         self.store_dirs = None  # (shm dir, spill dir) of the worker's store
         self._dir_locks: list = []
         self._hold_store_dirs(sweep=True)
@@ -76,8 +79,7 @@ class MarsNannyPlugin(NannyPlugin):
         self._pc.stop()
         if self._read_rss is not None:
             self._read_rss.close()
-        if nanny.handlers.get("mars_scheduler_lost") == self._scheduler_lost:
-            del nanny.handlers["mars_scheduler_lost"]
+        DI.unregister_handler(nanny, P.NANNY_SCHEDULER_LOST, self._scheduler_lost)
         # a nanny that closes takes its worker with it: nothing will adopt the files
         self._release_store_dirs(remove=nanny.status in (Status.closing, Status.closed))
 
@@ -152,37 +154,38 @@ class MarsNannyPlugin(NannyPlugin):
         # (Nanny._unregister, up to 10 s against a dead scheduler) before starting the
         # next process; that address means nothing to a new scheduler, so skip it
         # (private: WorkerProcess.worker_address, which _unregister checks).
-        wp = getattr(nanny, "process", None)
-        if wp is not None and getattr(wp, "worker_address", None) is not None:
-            self._addr = wp.worker_address
-            wp.worker_address = None
+        addr = DI.forget_worker_process_address(nanny)
+        if addr is not None:
+            self._addr = addr
         # The next process must not wait for a scheduler forever (a nanny cannot kill a
         # process that is still starting): it gets the rest of the timeout as its
         # death_timeout (Server.start's bound; private: WorkerProcess.worker_kwargs is
         # reused for every process the nanny starts), restored once it is back.
-        if wp is not None and getattr(wp, "worker_kwargs", None) is not None:
+        kw = DI.worker_process_kwargs(nanny)
+        if kw is not None:
             if self._saved_death_timeout is _UNSET:
-                self._saved_death_timeout = wp.worker_kwargs.get("death_timeout")
-            wp.worker_kwargs["death_timeout"] = max(1.0, self._lost_deadline - time.monotonic())
+                self._saved_death_timeout = kw.get("death_timeout")
+            kw["death_timeout"] = max(1.0, self._lost_deadline - time.monotonic())
         return "OK"
 
     def _restore_death_timeout(self) -> None:
-        wp = self.nanny.process
-        if self._saved_death_timeout is not _UNSET and getattr(wp, "worker_kwargs", None) is not None:
-            wp.worker_kwargs["death_timeout"] = self._saved_death_timeout
+        kw = DI.worker_process_kwargs(self.nanny)
+        if self._saved_death_timeout is not _UNSET and kw is not None:
+            kw["death_timeout"] = self._saved_death_timeout
         self._saved_death_timeout = _UNSET
 
     def _check_lost(self) -> None:
-        wp = self.nanny.process
-        if wp is not None and wp.status == Status.running and wp.worker_address is not None:
+        wstatus = DI.worker_process_status(self.nanny)
+        back = DI.worker_process_address(self.nanny)
+        if wstatus == Status.running and back is not None:
             # the restarted worker process registered (with the new scheduler)
-            logger.info("worker process of %s is back (%s)", self.nanny.address, wp.worker_address)
+            logger.info("worker process of %s is back (%s)", self.nanny.address, back)
             self._lost_deadline = None
             self._restore_death_timeout()
             return
         now = time.monotonic()
         if now > self._lost_deadline and self.nanny.status == Status.running:
-            if wp is not None and wp.status == Status.starting and now < self._lost_deadline + 30:
+            if wstatus == Status.starting and now < self._lost_deadline + 30:
                 return  # its death_timeout ends it (Nanny.close waits for a starting process)
             self._lost_deadline = None
             self._restore_death_timeout()
@@ -195,8 +198,7 @@ class MarsNannyPlugin(NannyPlugin):
     def _poll(self) -> None:
         if self._lost_deadline is not None:
             self._check_lost()
-        wp = self.nanny.process
-        proc = getattr(wp, "process", None)
+        proc = DI.worker_process(self.nanny)
         if self._proc is not None:
             code = self._proc.exitcode
             if code is not None or proc is not self._proc:
@@ -214,7 +216,7 @@ class MarsNannyPlugin(NannyPlugin):
             except psutil.Error:
                 self._read_rss = None
         if self._proc is not None:
-            self._addr = getattr(wp, "worker_address", None) or self._addr
+            self._addr = DI.worker_process_address(self.nanny) or self._addr
             rss = self._read_rss() if self._read_rss is not None else None
             if rss is None:
                 return
@@ -235,7 +237,7 @@ class MarsNannyPlugin(NannyPlugin):
             exitcode=exitcode,
             rss=self._rss,
             memory_limit=getattr(mm, "memory_limit", None),
-            memory_terminated=getattr(mm, "_last_terminated_pid", None) == self._pid,
+            memory_terminated=DI.memory_terminated_pid(nanny) == self._pid,
             restarting=nanny.status == Status.running and getattr(nanny, "auto_restart", True),
         )
         logger.info("worker process %s exited (%s)", self._pid, msg)
@@ -273,7 +275,7 @@ def install_store(nanny) -> bool:
     nanny.worker_kwargs["data"] = MarsStore
     # a nanny that already started a process reuses its WorkerProcess (and the kwargs it
     # was built with) for the next one
-    wp = getattr(nanny, "process", None)
-    if wp is not None and getattr(wp, "worker_kwargs", None) is not None:
-        wp.worker_kwargs["data"] = MarsStore
+    kw = DI.worker_process_kwargs(nanny)
+    if kw is not None:
+        kw["data"] = MarsStore
     return True

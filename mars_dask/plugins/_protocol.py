@@ -22,3 +22,12 @@ OP_CHECKPOINT_FAILED = "mars-checkpoint-failed"
 EVENT_TOPIC = "mars-failover"
 #: the pseudo-client that keeps results alive for a reconnecting client after a scheduler restart
 HOLD_CLIENT = "mars-failover-hold"
+#: worker -> nanny RPC: the worker lost its scheduler and closes for the nanny to restart it
+NANNY_SCHEDULER_LOST = "mars_scheduler_lost"
+#: Worker.close reason of a worker closing alone after losing its scheduler
+REASON_SCHEDULER_LOST = "mars-scheduler-lost"
+#: topic of the event each worker logs once its start-up recovery is done (a reconnecting
+#: client waits for those before resubmitting)
+REJOIN_TOPIC = "mars-worker-rejoin"
+#: name of the worker's sibling plugin holding the mars_dask worker plugin's state
+WORKER_STATE_PLUGIN = "mars-dask-state"

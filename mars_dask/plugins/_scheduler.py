@@ -10,6 +10,7 @@ import dask.config
 from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.protocol.pickle import dumps
 
+from .. import _dask_internals as DI
 from . import _protocol as P
 from ._failover import Failover
 from ._impure import HANDLER as IMPURE_HANDLER
@@ -33,19 +34,21 @@ class MarsSchedulerPlugin(SchedulerPlugin):
 
     async def start(self, scheduler):
         self.scheduler = scheduler
+        DI.check("scheduler", server=scheduler)
         self.quota = Quota(scheduler)
+        if not DI.enabled("quota"):
+            self.quota.enabled = False
         self.recovery = Recovery(scheduler, self.quota)
         self.failover = None
         self.impure = ImpureRuns()
         if dask.config.get("mars-dask.failover.enabled", True):
             self.failover = Failover(scheduler)
             self.recovery.failover = self.failover
-        scheduler.handlers.update(
-            mars_hello=self._hello, mars_adopted=self._adopted, mars_worker_exit=self._worker_exit,
-            mars_stats=self._stats,
-        )
-        scheduler.handlers[IMPURE_HANDLER] = self.impure.claim
-        scheduler.stream_handlers.update({
+        DI.register_handlers(scheduler, handlers={
+            "mars_hello": self._hello, "mars_adopted": self._adopted,
+            "mars_worker_exit": self._worker_exit, "mars_stats": self._stats,
+            IMPURE_HANDLER: self.impure.claim,
+        }, stream_handlers={
             P.OP_STARTED: self.recovery.started,
             P.OP_USED: self._used,
             P.OP_CLOSING: self.recovery.closing,
@@ -55,9 +58,8 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         if self.install_worker_plugin:
             from ._worker import MarsWorkerPlugin
 
-            await scheduler.register_worker_plugin(
-                comm=None, plugin=dumps(MarsWorkerPlugin(scheduler_has_plugin=True)), name=P.PLUGIN_NAME, idempotent=True
-            )
+            await DI.add_worker_plugin_from_scheduler(
+                scheduler, dumps(MarsWorkerPlugin(scheduler_has_plugin=True)), P.PLUGIN_NAME)
         if self.failover is not None:
             await self.failover.start()
 
@@ -84,8 +86,9 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             self.failover.transition(key, start, finish, stimulus_id)
 
     def log_event(self, topic, msg):
-        if topic == "all" and isinstance(msg, dict) and msg.get("action") == "remove-worker":
-            self.recovery.remove_worker_event(msg)
+        if DI.is_remove_worker_event(topic, msg):
+            if DI.enabled("restart-recovery"):
+                self.recovery.remove_worker_event(msg)
             if self.failover is not None:
                 self.failover.remove_worker_event(msg)
 

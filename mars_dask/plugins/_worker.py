@@ -19,9 +19,8 @@
   recomputing them. The rest is deleted.
 - Scheduler loss: when the connection to the scheduler breaks (not a close the scheduler
   asked for), Dask closes the worker *and its nanny*. With a nanny running our nanny plugin,
-  the worker instead tells the nanny (``mars_scheduler_lost``), sets
-  ``worker._mars_dask_scheduler_lost`` (the store's teardown then keeps its files) and
-  closes alone; the nanny restarts it, the new process waits for a scheduler at the same
+  the worker instead tells the nanny (``mars_scheduler_lost``), notes the loss on its
+  plugin state (the plugin's teardown then keeps the store's files) and closes alone; the nanny restarts it, the new process waits for a scheduler at the same
   address (``mars-dask.worker.scheduler-reconnect-timeout``), registers, and the restart
   recovery above lists the store's keys to the new scheduler (``mars_hello``), keeping
   them until it answers. Once that is done every worker start logs an event on topic
@@ -41,6 +40,7 @@ from dask.utils import parse_timedelta
 from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from .. import _dask_internals as DI
 from . import _protocol as P
 from ._rss import RSSReader
 
@@ -130,54 +130,56 @@ class _Sampler:
         self.wake.set()
 
 
-#: topic of the event each worker logs once its start-up recovery is done
-REJOIN_TOPIC = "mars-worker-rejoin"
-#: the reason Worker.handle_scheduler closes the worker with when its scheduler stream ends
-#: (distributed 2026.8, worker.py)
-_BROKEN = "worker-handle-scheduler-connection-broken"
+#: re-exported for callers that imported it from here (the constant lives in _protocol)
+REJOIN_TOPIC = P.REJOIN_TOPIC
 
 
-def _install_scheduler_loss_hook(worker) -> None:
-    """Wrap ``worker.close`` (an instance attribute shadowing the method, so that
-    ``Worker.handle_scheduler``'s ``self.close(reason=...)`` comes here; private
-    behaviour of distributed 2026.8): a close because the scheduler connection broke
-    while the worker was running becomes a close of the worker alone, which its nanny
-    restarts, keeping the store's files. A close the scheduler asked for (``op: close``)
-    sets the worker closing before the stream ends, so it is not mistaken for a loss."""
-    from distributed.worker import WORKER_ANY_RUNNING
-
+def _install_scheduler_loss_hook(worker, st: _State) -> None:
+    """Wrap ``worker.close`` (through ``_dask_internals.hook_worker_close``: see there what
+    it relies on): a close because the scheduler connection broke while the worker was
+    running becomes a close of the worker alone, which its nanny restarts, keeping the
+    store's files (``st.scheduler_lost``, read by the plugin's teardown). A close the
+    scheduler asked for (``op: close``) sets the worker closing before the stream ends, so
+    it is not mistaken for a loss."""
     from ._nanny import reconnect_timeout
 
-    if getattr(worker, "_mars_dask_close_hooked", False):
+    if st.close_hooked:
         return
-    orig = worker.close
 
-    async def close(timeout: float = 30, executor_wait: bool = True, nanny: bool = True,
-                    reason: str = "worker-close"):
-        if (reason == _BROKEN and nanny and worker.nanny and worker.status in WORKER_ANY_RUNNING
-                and reconnect_timeout() is not None):
-            try:
-                async with worker.rpc(worker.nanny) as r:
-                    answer = await asyncio.wait_for(r.mars_scheduler_lost(worker=worker.address), 5)
-            except Exception as e:  # noqa: BLE001 - no nanny plugin: Dask's behaviour
-                answer = repr(e)
-            if answer == "OK":
-                logger.warning("lost the scheduler %s: closing this worker process (keeping its "
-                               "store) for its nanny to restart", worker.scheduler.address)
-                worker._mars_dask_scheduler_lost = True
-                return await orig(timeout=timeout, executor_wait=False, nanny=False,
-                                  reason="mars-scheduler-lost")
-            logger.info("nanny will not restart this worker after the scheduler loss (%s)", answer)
-        return await orig(timeout=timeout, executor_wait=executor_wait, nanny=nanny, reason=reason)
+    def make_close(orig):
+        async def close(timeout: float = 30, executor_wait: bool = True, nanny: bool = True,
+                        reason: str = "worker-close"):
+            if (DI.is_scheduler_connection_broken(reason) and nanny and worker.nanny
+                    and DI.worker_is_running(worker) and reconnect_timeout() is not None):
+                try:
+                    async with worker.rpc(worker.nanny) as r:
+                        answer = await asyncio.wait_for(
+                            getattr(r, P.NANNY_SCHEDULER_LOST)(worker=worker.address), 5)
+                except Exception as e:  # noqa: BLE001 - no nanny plugin: Dask's behaviour
+                    answer = repr(e)
+                if answer == "OK":
+                    logger.warning("lost the scheduler %s: closing this worker process (keeping its "
+                                   "store) for its nanny to restart", worker.scheduler.address)
+                    st.scheduler_lost = True
+                    return await orig(timeout=timeout, executor_wait=False, nanny=False,
+                                      reason=P.REASON_SCHEDULER_LOST)
+                logger.info("nanny will not restart this worker after the scheduler loss (%s)", answer)
+            return await orig(timeout=timeout, executor_wait=executor_wait, nanny=nanny, reason=reason)
 
-    worker.close = close
-    worker._mars_dask_close_hooked = True
+        return close
+
+    DI.hook_worker_close(worker, make_close)
+    st.close_hooked = True
 
 
-class _State:
-    """Per-worker state, kept on the worker object: the plugin may be added twice (by the
-    worker's preload and by the scheduler plugin at registration; Dask then tears the
-    first instance down and sets the second up) and must not measure or recover twice."""
+class _State(WorkerPlugin):
+    """Per-worker state, kept on a sibling plugin in ``worker.plugins`` (public;
+    ``P.WORKER_STATE_PLUGIN``): the mars_dask plugin may be added twice (by the worker's
+    preload and by the scheduler plugin at registration; Dask then tears the first
+    instance down and sets the second up) and must not measure or recover twice. It has
+    no hooks of its own: the mars_dask plugin's teardown does the closing work."""
+
+    name = P.WORKER_STATE_PLUGIN
 
     def __init__(self, worker, quota: int):
         self.worker = worker
@@ -187,6 +189,8 @@ class _State:
             self.sampler = _Sampler(parse_timedelta(dask.config.get("mars-dask.worker.sample-interval")))
         self.enabled = False  # the scheduler has the mars_dask plugin (hello answered)
         self.task = None
+        self.scheduler_lost = False  # closing for the nanny to restart it: keep the store's files
+        self.close_hooked = False
 
 
 class MarsWorkerPlugin(WorkerPlugin):
@@ -204,23 +208,27 @@ class MarsWorkerPlugin(WorkerPlugin):
 
     # -- lifecycle ----------------------------------------------------------------------
     def setup(self, worker):
-        st = getattr(worker, "_mars_dask_state", None)
-        if st is not None:
+        st = worker.plugins.get(P.WORKER_STATE_PLUGIN)
+        if isinstance(st, _State):
             self.st = st
             st.enabled = st.enabled or self.scheduler_has_plugin
+            store = self._store()
+            if store is not None:
+                store.bind(worker, owner=self)  # this instance closes it from now on
             return
+        DI.check("worker", server=worker)
         self.st = st = _State(worker, quota_of(worker, self.quota_fraction))
         st.enabled = self.scheduler_has_plugin
-        worker._mars_dask_state = st
-        _install_scheduler_loss_hook(worker)
-        state = worker.state
+        worker.plugins[P.WORKER_STATE_PLUGIN] = st
+        store = self._store()
+        if store is not None:
+            store.bind(worker, owner=self)
+        if DI.enabled("scheduler-loss-restart"):
+            _install_scheduler_loss_hook(worker, st)
         # Before registration the resources travel with the registration message; after
         # it, Worker.set_resources tells the scheduler.
-        if worker.status != Status.running or not worker.batched_stream.comm:
-            state.available_resources[P.RESOURCE] = (
-                state.available_resources.get(P.RESOURCE, 0) + st.quota - state.total_resources.get(P.RESOURCE, 0)
-            )
-            state.total_resources[P.RESOURCE] = st.quota
+        if DI.enabled("quota") and (worker.status != Status.running or not worker.batched_stream.comm):
+            DI.set_resource_before_registration(worker, P.RESOURCE, st.quota)
         st.task = asyncio.ensure_future(self._after_registration())
 
     async def _after_registration(self) -> None:
@@ -239,8 +247,8 @@ class MarsWorkerPlugin(WorkerPlugin):
                            "started with --preload mars_dask?)", w.address, e)
         try:
             # a client resubmitting after a scheduler loss waits for this (see session.py)
-            w.log_event(REJOIN_TOPIC, {"action": "rejoined", "worker": w.address, "name": w.name,
-                                       "adopted": n})
+            w.log_event(P.REJOIN_TOPIC, {"action": "rejoined", "worker": w.address, "name": w.name,
+                                         "adopted": n})
         except Exception:  # noqa: BLE001,S110  # pragma: no cover
             pass
 
@@ -250,10 +258,15 @@ class MarsWorkerPlugin(WorkerPlugin):
         st = self.st
         if st.sampler is not None:
             st.sampler.close()
-        if st.enabled and not getattr(worker, "_mars_dask_scheduler_lost", False):
+        if st.enabled and not st.scheduler_lost:
             # A clean close (the store removes its files): the scheduler must not wait
             # for a restart of this process.
             worker.batched_send({"op": P.OP_CLOSING})
+        store = self._store()
+        if store is not None and store.bound_by is self:
+            # closing because the scheduler was lost, for the nanny to restart this worker:
+            # the files stay for the next process
+            store.close(remove=not st.scheduler_lost)
 
     # -- restart recovery ---------------------------------------------------------------
     def _store(self):
@@ -304,12 +317,10 @@ class MarsWorkerPlugin(WorkerPlugin):
         store = self._store()
         if store is None or store.read_ahead <= 0:
             return
-        state = self.st.worker.state
-        keys = []
-        for heap in (getattr(state, "ready", None), getattr(state, "constrained", None)):
-            if heap:
-                for ts in heap.peekn(store.read_ahead):
-                    keys.extend(d.key for d in ts.dependencies)
+        if not DI.enabled("store-read-ahead"):
+            return
+        keys = [d.key for ts in DI.next_ready_tasks(self.st.worker, store.read_ahead)
+                for d in ts.dependencies]
         if keys:
             store.prefetch(keys)
 

@@ -43,9 +43,10 @@ the store which inputs the next ready tasks will read (:meth:`MarsStore.prefetch
 background thread reads and checks up to ``read-ahead`` of them while the current task
 runs.
 
-Who removes the files: ``store.close(remove=True)``, called by the ``StoreTeardown`` worker
-plugin that the store installs on its worker (so a clean worker close, ``client.restart()``
-and cluster close remove everything); deleting a key removes its file at once. A process
+Who removes the files: ``store.close(remove=True)``, called by the teardown of the mars_dask
+worker plugin that bound the store (:meth:`MarsStore.bind`), else by the ``StoreTeardown``
+worker plugin the store puts in its worker's ``plugins`` (see ``_worker.py``; so a clean
+worker close, ``client.restart()`` and cluster close remove everything); deleting a key removes its file at once. A process
 killed by a signal leaves its files for its successor. Directories nobody will adopt (the
 whole cluster crashed, a machine was lost) are swept (``mars_dask/_leftovers.py``): the
 store holds a shared ``flock`` on its two directories while it is open (so does its nanny,
@@ -79,7 +80,7 @@ from .._safe_files import private_dir, user_name
 from ..errors import StoreCorruptError, StoreError
 from . import _files
 from ._codec import Lz4Sink, decode, encode, lz4_decompress
-from ._worker import find_constructing_worker, install_teardown
+from ._worker import install_teardown
 
 logger = logging.getLogger("mars_dask.spill")
 
@@ -221,10 +222,11 @@ class MarsStore(MutableMapping):
                  compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET,
                  io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET, write_delay=_UNSET,
                  write_delay_max_compute=_UNSET, read_ahead=_UNSET):
-        worker, manager = find_constructing_worker()
-        self._worker = weakref.ref(worker) if worker is not None else None
-        if memory_limit is None and manager is not None:
-            memory_limit = manager.memory_limit
+        # the worker is learnt later (bind(), see _worker.py); until then: no worker
+        self._worker = None
+        self.bound_by = None  # the worker plugin that bound this store and closes it
+        self._bind_tried = False
+        self._explicit = {"name": name is not None, "memory_limit": memory_limit is not None}
         self.memory_limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else memory_limit
         from .._leftovers import store_roots  # one resolution, shared with the nanny's
 
@@ -234,12 +236,10 @@ class MarsStore(MutableMapping):
         self.spill_directory = spill
         for root in (self.directory, spill):  # refuse a planted or shared root now, clearly
             private_dir(root)
-        if name is None and worker is not None:
-            # the name as configured (before Worker.start replaces None by its address)
-            name = worker.name if worker.name is not None else worker.nanny
         self._name = name
         self._cluster = cluster
-        self.shm_limit = self._parse_limit(_cfg("shm-limit") if shm_limit is _UNSET else shm_limit)
+        self._shm_limit_arg = _cfg("shm-limit") if shm_limit is _UNSET else shm_limit
+        self.shm_limit = self._parse_limit(self._shm_limit_arg)
         self.compression = _cfg("compression") if compression is _UNSET else compression
         if self.compression not in (None, "lz4"):
             raise ValueError(f"compression must be None or 'lz4', got {self.compression!r}")
@@ -262,6 +262,7 @@ class MarsStore(MutableMapping):
         pool = _cfg("read-pool") if read_pool is _UNSET else read_pool
         if pool is None:
             pool = 512 * 2**20
+        self._read_pool_arg = pool
         self.read_pool = _files.ReadPool(0 if pool in (0, False) else self._parse_limit(pool))
 
         def seconds(value, name, default):
@@ -293,8 +294,53 @@ class MarsStore(MutableMapping):
         self._ahead_draining = False
         self._ahead_pool: ThreadPoolExecutor | None = None
         self.ahead_hits = 0
-        if worker is not None:
-            install_teardown(worker)
+
+    # -- its worker (see _worker.py) ------------------------------------------------------
+    def bind(self, worker, owner=None) -> None:
+        """Tie this store to ``worker`` (called by the mars_dask worker plugin's ``setup``,
+        ``owner`` being that plugin, which closes the store in its ``teardown``): the
+        worker's stable name, memory limit and state (write-behind) are used from now on.
+        Without ``owner`` the store closes itself on worker close (:class:`StoreTeardown`)."""
+        with self._lock:
+            self._bind_tried = True
+            if owner is not None:
+                self.bound_by = owner
+            if self._worker is not None and self._worker() is worker:
+                return
+            self._worker = weakref.ref(worker)
+            if not self._explicit["name"] and self._dirs is None:
+                # the name as configured: Worker.start replaces None by the worker's address,
+                # and a nameless worker's stable identity is its nanny's address
+                wname = worker.name
+                if wname is None or (worker.nanny and str(wname) == str(getattr(worker, "address", None))):
+                    wname = worker.nanny
+                self._name = wname
+            limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+            if not self._explicit["memory_limit"] and limit and limit != self.memory_limit:
+                self.memory_limit = limit
+                self.shm_limit = self._parse_limit(self._shm_limit_arg)
+                self._lru.n = self.shm_limit
+                pool = self._read_pool_arg
+                self.read_pool = _files.ReadPool(0 if pool in (0, False) else self._parse_limit(pool))
+        if owner is None:
+            install_teardown(self, worker)
+
+    def _bound_worker(self):
+        """The worker this store belongs to, or None; a store nobody bound looks for its
+        worker once (``LocalCluster(data=MarsStore)`` without the mars_dask plugins)."""
+        if self._worker is None and not self._bind_tried:
+            self._bind_tried = True
+            from .. import _dask_internals as DI
+
+            if DI.enabled("store-without-plugin"):
+                try:
+                    w = DI.worker_holding_store(self)
+                except Exception as e:  # noqa: BLE001 - the store works unbound
+                    logger.warning("store %s cannot find its worker: %r", self._name, e)
+                    w = None
+                if w is not None:
+                    self.bind(w)
+        return self._worker() if self._worker is not None else None
 
     # -- configuration ------------------------------------------------------------------
     def _parse_limit(self, limit) -> int:
@@ -316,13 +362,15 @@ class MarsStore(MutableMapping):
     @property
     def name(self) -> str:
         if self._name is None:
+            self._bound_worker()  # binding sets the worker's name
+        if self._name is None:
             self._name = f"pid{os.getpid()}-{os.urandom(4).hex()}"  # not restartable
         return str(self._name)
 
     @property
     def cluster(self) -> str:
         if self._cluster is None:
-            w = self._worker() if self._worker else None
+            w = self._bound_worker()
             sched = getattr(getattr(w, "scheduler", None), "address", None)
             self._cluster = sched or "local"
         return str(self._cluster)
@@ -468,7 +516,7 @@ class MarsStore(MutableMapping):
         not on the key), a task result has its compute time as its last ``startstops``."""
         if self.write_delay <= 0 or self._closed:
             return None
-        w = self._worker() if self._worker else None
+        w = self._bound_worker()
         ts = w.state.tasks.get(key) if w is not None else None
         if ts is None or ts.nbytes is None:
             return None
@@ -844,7 +892,7 @@ class MarsStore(MutableMapping):
             return
         self._warned[what] = now
         logger.warning("cannot write %r to the %s tier (%s); the value stays in memory", key, tier, exc)
-        w = self._worker() if self._worker else None
+        w = self._bound_worker()
         if w is not None:
             try:
                 w.log_event("mars-store", {"action": "write-failed", "tier": tier, "key": str(key),
