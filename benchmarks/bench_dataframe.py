@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 
 import dask.dataframe as dd
 import numpy as np

@@ -181,7 +181,7 @@ class Bench:
             self.log(ref.summary())
             C.settle(c.client)
             figs = []
-            for i in range(self.a.shuffle_runs):
+            for _i in range(self.a.shuffle_runs):
                 c = self.cluster(system)
                 res = C.run_job(c, job, "frame", self.frame(), C.ShuffleKill(), expected=ref.result,
                                 timeout=self.a.run_timeout)
@@ -360,7 +360,7 @@ class Bench:
                 c.cleanup_dirs()
         run = {}
         nr = self.a.run_tasks
-        for rep in range(self.a.reps):
+        for _rep in range(self.a.reps):
             for system in ("mars", "plain"):
                 c = self.cluster(system)
                 x = (da.ones(nr, chunks=1) + 1) * 2

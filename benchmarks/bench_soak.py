@@ -2,8 +2,10 @@
 
     python benchmarks/bench_soak.py [--iterations 10000] [--chunks 100000] [--every 1000]
 
-Each system runs in a fresh process with its own 2-worker ``LocalCluster`` (mars_dask: the
-embedded cluster's configuration, store and plugins installed; plain Dask: no plugins):
+Each system runs in a fresh process with its own 2-worker cluster started with the CLIs
+(``dask scheduler`` / ``dask worker --nanny``; mars_dask: with the README's preloads, store
+and plugins installed; plain Dask: none), so that the scheduler's RSS is measured in a
+process of its own (in a LocalCluster it shares the client's process):
 
 1. the loop ``x = f(x)`` with ``x`` held between iterations (mars_dask:
    ``x = (x + 1).execute()``, no checkpoints; plain Dask: ``x = (x + 1).persist()`` of a
@@ -21,8 +23,12 @@ holds, at most ``mars-dask.failover.journal-memory-entries``; the per-key index 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -36,15 +42,49 @@ def _scheduler_stats(dask_scheduler):
     return len(dask_scheduler.tasks), psutil.Process(os.getpid()).memory_info().rss
 
 
+@contextlib.contextmanager
+def _cli_cluster(mars: bool, n_workers: int = 2):
+    """``dask scheduler`` + ``dask worker --nanny`` processes on 127.0.0.1 (mars: with the
+    README's preloads). The scheduler has a process of its own, so its RSS is the
+    scheduler's alone (with a LocalCluster the scheduler lives in the client's process and
+    the client's graphs would be counted as the scheduler's)."""
+    import socket
+    import tempfile
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    addr = f"tcp://127.0.0.1:{port}"
+    pre = ["--preload", "mars_dask"] if mars else []
+    tmp = tempfile.mkdtemp(prefix="mars-dask-soak-")
+    procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port",
+                               str(port), "--no-dashboard", *pre], cwd=tmp, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)]
+    for i in range(n_workers):
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "dask", "worker", addr, "--host", "127.0.0.1", "--nanny", "--nthreads", "1",
+             "--name", f"w{i}", "--no-dashboard", "--local-directory", os.path.join(tmp, f"w{i}"),
+             *(pre + ["--preload-nanny", "mars_dask"] if mars else [])],
+            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+    try:
+        yield addr
+    finally:
+        for p in procs[1:] + procs[:1]:  # workers first: a clean close removes their stores
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _run(system: str, iterations: int, chunks: int, every: int) -> dict:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     mars = system == "mars"
-    kw = ({"scheduler_kwargs": {"preload": ["mars_dask"]}, "preload": ["mars_dask"],
-           "preload_nanny": ["mars_dask"]} if mars else {})
     out = {"loop": [], "job": {}}
-    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0", **kw) as c, \
-            Client(c) as client:
+    with _cli_cluster(mars) as addr, Client(addr, timeout=60) as client:
+        client.wait_for_workers(2, timeout=60)
         def sample(**extra):
             n, rss = client.run_on_scheduler(_scheduler_stats)
             return {"tasks": n, "rss_mib": rss / 2**20, **extra}

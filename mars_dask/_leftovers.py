@@ -309,7 +309,7 @@ def failover_hold() -> float:
 
 
 def sweep_enabled() -> bool:
-    return bool(dask.config.get("mars-dask.store.sweep-leftovers", True))
+    return bool(dask.config.get("mars-dask.store.sweep-leftovers"))
 
 
 def store_roots(directory=None, spill_directory=None, *, scratch=None, config=None) -> tuple[str, str]:
@@ -336,10 +336,10 @@ def default_store_roots() -> list[str]:
     worker scratch directory, and in the temp dir)."""
     shm, spill = store_roots()
     roots = [shm]
-    if dask.config.get("mars-dask.store.spill-directory", None):
+    if dask.config.get("mars-dask.store.spill-directory"):
         roots.append(spill)
     else:
-        local = dask.config.get("temporary-directory", None) or tempfile.gettempdir()
+        local = dask.config.get("temporary-directory") or tempfile.gettempdir()
         roots += [os.path.join(local, "dask-scratch-space", "mars-spill"),
                   os.path.join(tempfile.gettempdir(), "mars-dask-spill")]
     return list(dict.fromkeys(os.path.abspath(r) for r in roots))
@@ -350,8 +350,8 @@ def failover_roots() -> tuple[str, str]:
     directories are ``<root>/<address tag>``."""
     from .plugins._failover import default_root
 
-    j = dask.config.get("mars-dask.failover.journal-directory", None)
-    c = dask.config.get("mars-dask.failover.checkpoint-directory", None)
+    j = dask.config.get("mars-dask.failover.journal-directory")
+    c = dask.config.get("mars-dask.failover.checkpoint-directory")
     return (os.path.abspath(j or os.path.join(default_root(), "journal")),
             os.path.abspath(c or os.path.join(default_root("checkpoints"), "checkpoints")))
 

@@ -38,7 +38,7 @@ MAC_SIZE = 32
 def user_name() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # pragma: no cover - no user name
+    except Exception:  # noqa: BLE001 - getuser fails differently by platform  # pragma: no cover - no user name
         return str(os.getuid())
 
 

@@ -19,6 +19,12 @@ with open(_fn) as _f:
 dask.config.update_defaults(defaults)
 
 
-def get(key: str, default=None):
-    """``dask.config.get("mars-dask." + key)``."""
-    return dask.config.get(f"mars-dask.{key}", default=default)
+def get(key: str):
+    """``dask.config.get("mars-dask." + key)``. No default argument: the defaults live in
+    ``mars-dask.yaml`` only (its schema, ``mars-dask-schema.yaml``, says what each key
+    does); an unknown key raises ``KeyError`` naming it."""
+    try:
+        return dask.config.get(f"mars-dask.{key}")
+    except KeyError:
+        raise KeyError(f"mars-dask.{key} is not a mars_dask configuration key "
+                       "(see mars_dask/mars-dask.yaml)") from None

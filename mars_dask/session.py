@@ -170,7 +170,7 @@ class Session(Reconnecting):
             todo += [c for c, _ in revived if c.future is None and c.key not in out]
             del revived
             if todo:
-                graph = build_graph(todo, fuse=config.get("tiling.fuse", True))
+                graph = build_graph(todo, fuse=config.get("tiling.fuse"))
                 keys = [c.key for c in todo]
                 try:
                     futures = self.client.persist(_ChunkCollection(graph, keys))

@@ -195,7 +195,7 @@ def _union_index_meta(lmeta, rmeta):
     li, ri = meta_nonempty(lmeta).index, meta_nonempty(rmeta).index
     try:
         joined = li.join(ri, how="outer")
-    except Exception:
+    except Exception:  # noqa: BLE001 - pandas refuses some index joins: keep the left index
         joined = li
     out = joined[:0]
     if lmeta.index.name == rmeta.index.name:
@@ -454,7 +454,7 @@ def _align_metas(left, right):
             return left.data.meta, right.data.meta, True
         try:
             union = ll.join(rl, how="outer")
-        except Exception:
+        except Exception:  # noqa: BLE001 - pandas refuses some label joins: append instead
             union = ll.append(rl)
         lmeta = left.data.meta if union.isin(ll).all() else upcast_meta(left.data.meta)
         rmeta = right.data.meta if union.isin(rl).all() else upcast_meta(right.data.meta)

@@ -28,7 +28,7 @@ def row_chunks(nrows: int, chunk_size, meta) -> tuple:
             raise ValueError(f"chunk_size {chunk_size!r} does not add up to the {nrows} rows")
         return sizes
     if chunk_size is None:
-        limit = parse_bytes(config.get("tiling.chunk-store-limit", "128MiB"))
+        limit = parse_bytes(config.get("tiling.chunk-store-limit"))
         chunk_size = max(1, int(limit // max(1.0, row_nbytes(meta))))
     if not isinstance(chunk_size, numbers.Integral):
         raise TypeError(f"chunk_size must be an int, got {chunk_size!r}")
@@ -249,7 +249,10 @@ def date_range(start=None, end=None, periods=None, freq=None, tz=None, normalize
         out_tz, out_unit = ref.tz, ref.unit
         day = isinstance(off, Day)
         td = pd.Timedelta(days=off.n) if day else pd.Timedelta(off)
-        gen = (lambda x: x.tz_localize(None) if (day and x is not None and x.tzinfo is not None) else x)
+
+        def gen(x):
+            return x.tz_localize(None) if (day and x is not None and x.tzinfo is not None) else x
+
         gs, ge = gen(s), gen(e)
         if periods is None:
             n = (ge - gs) // td + 1 if ge >= gs else 0

@@ -187,7 +187,7 @@ class DataFrameMerge(DataFrameOperand):
         how, method = self.how, self.method
         meta = self.output.meta
         nl, nr = len(left.chunks), len(right.chunks)
-        limit = parse_bytes(config.get("dataframe.broadcast-limit", "32MiB"))
+        limit = parse_bytes(config.get("dataframe.broadcast-limit"))
         small_l = nl == 1 or _estimated_bytes(left) < limit
         small_r = nr == 1 or _estimated_bytes(right) < limit
         if how == "cross":

@@ -59,7 +59,7 @@ def _safe_meta(func, *args, fallback, **kwargs):
     (it then runs, and raises its own errors, at execution)."""
     try:
         return infer_meta(func, *args, **kwargs)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the user function may raise anything on sample data
         return fallback
 
 
@@ -370,7 +370,7 @@ def _where(self, name, cond, other):
         args[1] = np.nan
     try:
         meta = infer_meta_of(_replaced_everywhere, self, args[0], args[1], name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no upcast structure from sample data: chunks keep their own
         meta = None
     return map_rows(_where_kernel, self, args[0], args[1], name, meta, name=name)
 
@@ -405,12 +405,12 @@ def clip(self, lower=None, upper=None, *, axis=None, inplace=False, **kwargs):
 
 
 @register_method(DataFrame, Series)
-def abs(self):
+def abs(self):  # noqa: A001 - pandas' name
     return _simple(self, "abs")
 
 
 @register_method(DataFrame, Series)
-def round(self, decimals=0, *args, **kwargs):
+def round(self, decimals=0, *args, **kwargs):  # noqa: A001 - pandas' name
     return _simple(self, "round", decimals)
 
 
@@ -418,7 +418,7 @@ def round(self, decimals=0, *args, **kwargs):
 
 
 @register_method(Series)
-def map(self, arg, na_action=None, *, dtype=None, meta=None):
+def map(self, arg, na_action=None, *, dtype=None, meta=None):  # noqa: A001 - pandas' name
     """pandas' ``Series.map`` with a dict, a function or a Series (a Series tileable is
     passed whole to every chunk).  ``dtype=``/``meta=`` (Mars) give the output structure
     when running the function on sample data cannot."""
@@ -719,7 +719,7 @@ def query(self, expr, *, inplace=False, local_dict=None, global_dict=None, level
 
 
 @register_method(DataFrame)
-def eval(self, expr, *, inplace=False, local_dict=None, global_dict=None, level=0, **kwargs):
+def eval(self, expr, *, inplace=False, local_dict=None, global_dict=None, level=0, **kwargs):  # noqa: A001 - pandas' name
     """pandas' ``DataFrame.eval`` chunk by chunk (``@variables`` resolved now)."""
     if inplace:
         raise NotImplementedError("inplace=True is not supported")

@@ -72,7 +72,7 @@ def _np_dtype(value) -> np.dtype:
         return dt
     try:
         dt = np.asarray(value).dtype
-    except Exception:
+    except Exception:  # noqa: BLE001 - not array-like in any way numpy accepts: object
         return np.dtype(object)
     return dt if dt.kind not in "OSU" else np.dtype(object)
 
@@ -307,7 +307,7 @@ class GatherReducer(Reducer):
 
 
 def combine_size() -> int:
-    n = config.get("tensor.combine-size", 4)
+    n = config.get("tensor.combine-size")
     return max(int(n), 2)
 
 

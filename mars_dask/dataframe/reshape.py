@@ -51,7 +51,7 @@ class PivotPartialAgg(DataFrameOperand):
 
     def tile(self):
         (inp,) = self.inputs
-        size = max(2, int(config.get("tensor.combine-size", 4)))
+        size = max(2, int(config.get("tensor.combine-size")))
         meta = self.output.meta
         level = [
             self.new_chunk(i, nan, _partial, (c, self.keys, self.values, self.aggfunc), suffix="-partial-0")

@@ -186,7 +186,7 @@ def sort_key_array(values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _as_array(boundaries, dtype):
-    return np.asarray(boundaries, dtype=object if dtype == object else None)
+    return np.asarray(boundaries, dtype=object if dtype == np.dtype(object) else None)
 
 
 def range_codes_key(obj, key, boundaries, ascending=True, na_position="last") -> np.ndarray:

@@ -363,7 +363,7 @@ def _tiling_params() -> dict:
     """The configuration the tile plan depends on, read when the operation is built: as
     parameters they are part of its key, so one key always has one chunk graph (a key
     tiled under another limit would name other chunks, issue 17)."""
-    return {"store_limit": parse_bytes(config.get("tiling.chunk-store-limit", "128MiB")),
+    return {"store_limit": parse_bytes(config.get("tiling.chunk-store-limit")),
             "combine": combine_size()}
 
 

@@ -35,13 +35,13 @@ import logging
 import os
 import time
 
-import dask.config
 import psutil
 from dask.utils import parse_timedelta
 from distributed.core import Status
 from distributed.diagnostics.plugin import NannyPlugin
 from tornado.ioloop import PeriodicCallback
 
+from .. import config
 from .. import _dask_internals as DI
 from . import _protocol as P
 from ._rss import RSSReader
@@ -64,7 +64,7 @@ class MarsNannyPlugin(NannyPlugin):
         self._rss = 0
         self._read_rss = None  # RSSReader of self._pid
         self._recent: collections.deque = collections.deque()
-        interval = parse_timedelta(dask.config.get("mars-dask.worker.monitor-interval"))
+        interval = parse_timedelta(config.get("worker.monitor-interval"))
         self._pc = PeriodicCallback(self._poll, interval * 1000)
         self._pc.start()
         self._tasks: set = set()
@@ -109,7 +109,7 @@ class MarsNannyPlugin(NannyPlugin):
                     old.release()
                 locks.append(hold_dir(d))
             self._dir_locks = locks
-        except Exception as e:  # e.g. an unsafe root: the worker process refuses it, naming it
+        except Exception as e:  # noqa: BLE001 - e.g. an unsafe root: the worker process refuses it, naming it
             logger.warning("cannot hold the store directories of %s: %s", self.nanny.address, e)
             return
         if sweep:
@@ -133,7 +133,7 @@ class MarsNannyPlugin(NannyPlugin):
                             os.rmdir(os.path.dirname(d))  # its cluster directory, if now empty
                         except OSError:
                             pass
-                except Exception as e:  # pragma: no cover
+                except Exception as e:  # noqa: BLE001 - best effort: a leftover is swept later  # pragma: no cover
                     logger.info("could not remove %s: %s", d, e)
 
     # -- scheduler loss -------------------------------------------------------------------
@@ -248,14 +248,14 @@ class MarsNannyPlugin(NannyPlugin):
     async def _send(self, msg) -> None:
         try:
             await asyncio.wait_for(self.nanny.scheduler.mars_worker_exit(**msg), 10)
-        except Exception as e:  # the scheduler falls back to Dask's behaviour
+        except Exception as e:  # noqa: BLE001 - the scheduler falls back to Dask's behaviour
             logger.info("could not report the worker exit to the scheduler: %s", e)
 
 
 def reconnect_timeout() -> float | None:
     """``mars-dask.worker.scheduler-reconnect-timeout`` in seconds; None: disabled (a worker
     that loses its scheduler closes with its nanny, as in Dask)."""
-    v = dask.config.get("mars-dask.worker.scheduler-reconnect-timeout", None)
+    v = config.get("worker.scheduler-reconnect-timeout")
     if v is None or v is False:
         return None
     v = parse_timedelta(v)
@@ -266,7 +266,7 @@ def install_store(nanny) -> bool:
     """Make the nanny start its worker processes with ``data=MarsStore`` (unless the
     user passed a ``data`` of their own). Must run before the first process starts, i.e.
     from a ``--preload-nanny``."""
-    if not dask.config.get("mars-dask.worker.store", True):
+    if not config.get("worker.store"):
         return False
     from ..spill import MarsStore
 

@@ -34,12 +34,12 @@ import logging
 import threading
 import time
 
-import dask.config
 import psutil
 from dask.utils import parse_timedelta
 from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from .. import config
 from .. import _dask_internals as DI
 from . import _protocol as P
 from ._rss import RSSReader
@@ -51,7 +51,7 @@ def quota_of(worker, fraction: float | None = None) -> int:
     """``fraction`` (default ``mars-dask.worker.quota-fraction``) of the worker's memory
     limit (the machine's memory when the worker has none)."""
     if fraction is None:
-        fraction = float(dask.config.get("mars-dask.worker.quota-fraction"))
+        fraction = float(config.get("worker.quota-fraction"))
     limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
     if not limit:
         limit = psutil.virtual_memory().total
@@ -186,7 +186,7 @@ class _State(WorkerPlugin):
         self.quota = quota
         self.sampler = None  # only where tasks run together (see the module docstring)
         if worker.state.nthreads > 1:
-            self.sampler = _Sampler(parse_timedelta(dask.config.get("mars-dask.worker.sample-interval")))
+            self.sampler = _Sampler(parse_timedelta(config.get("worker.sample-interval")))
         self.enabled = False  # the scheduler has the mars_dask plugin (hello answered)
         self.task = None
         self.scheduler_lost = False  # closing for the nanny to restart it: keep the store's files
@@ -242,7 +242,7 @@ class MarsWorkerPlugin(WorkerPlugin):
         try:
             await w.set_resources(**{P.RESOURCE: self.st.quota})
             n = await self._recover()
-        except Exception as e:  # never take the worker down
+        except Exception as e:  # noqa: BLE001 - never take the worker down
             logger.warning("mars_dask worker plugin start-up on %s: %s (is the scheduler "
                            "started with --preload mars_dask?)", w.address, e)
         try:
@@ -296,7 +296,7 @@ class MarsWorkerPlugin(WorkerPlugin):
             for k in wanted:
                 try:
                     values[k] = store.recover(k)
-                except Exception as e:  # e.g. a damaged file: recomputed instead
+                except Exception as e:  # noqa: BLE001 - e.g. a damaged file: recomputed instead
                     logger.warning("could not recover %r from the store: %s", k, e)
                     unwanted.append(k)
             w.update_data(values, stimulus_id=f"mars-recover-{time.time()}")

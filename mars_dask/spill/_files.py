@@ -112,7 +112,7 @@ def _parse(buf, path=None) -> tuple[dict, int, tuple]:
         raise StoreCorruptError(f"{path or 'file'}: damaged header (crc32)")
     try:
         header = msgpack.unpackb(packed, raw=False)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any decode failure is corruption
         raise StoreCorruptError(f"{path or 'file'}: undecodable header ({e})") from None
     if not isinstance(header, dict):
         raise StoreCorruptError(f"{path or 'file'}: header is not a map")
@@ -482,7 +482,7 @@ class _DirectSink(_Sink):
         try:
             if self._error is None:
                 _pwrite_all(self.fd, view, offset)
-        except BaseException as e:  # reported to the caller by the next write or finish()
+        except BaseException as e:  # noqa: BLE001 - reported to the caller by the next write or finish()
             with self._cv:
                 if self._error is None:
                     self._error = e

@@ -76,6 +76,7 @@ import dask.config
 import zict
 from dask.utils import parse_bytes, parse_timedelta
 
+from .. import config
 from .._safe_files import private_dir, user_name
 from ..errors import StoreCorruptError, StoreError
 from . import _files
@@ -88,7 +89,7 @@ _UNSET: Any = object()
 
 
 def _cfg(key: str):
-    return dask.config.get(f"mars-dask.store.{key}", default=None)
+    return config.get(f"store.{key}")
 
 
 def _safe(s) -> str:
@@ -677,7 +678,7 @@ class MarsStore(MutableMapping):
             for entry, fut in todo:  # in order: a task waiting for one gets it soonest
                 try:
                     fut.set_result(self._read_file(entry))
-                except BaseException as e:
+                except BaseException as e:  # noqa: BLE001 - handed to the task that waits for it
                     fut.set_exception(e)
 
     def _take_ahead(self, entry: _Entry):
@@ -687,7 +688,7 @@ class MarsStore(MutableMapping):
             return None
         try:
             buf = ahead[1].result()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a failed read-ahead: the caller reads the file itself
             return None
         self.ahead_hits += 1
         return buf
@@ -706,7 +707,7 @@ class MarsStore(MutableMapping):
             try:
                 _, _, weight = self._lru.evict()
                 return int(weight)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - the memory monitor expects -1, not an error
                 if self._lru:
                     logger.error("Spill to disk failed: %s", e)
                 return -1
@@ -736,7 +737,7 @@ class MarsStore(MutableMapping):
     def existing_keys(self) -> dict:
         """``{key: nbytes}`` of the files a previous process of this worker left (not part
         of the mapping until adopted)."""
-        self.dirs
+        _ = self.dirs  # for its side effect: opens the directories, scans for the files
         with self._lock:
             return {k: e.nbytes for k, e in self._orphans.items()}
 
@@ -744,7 +745,7 @@ class MarsStore(MutableMapping):
         """The value of a previous process's key, read from its file. Storing exactly this
         object under ``key`` (``store[key] = value``, which ``Worker.update_data`` does)
         adopts the file instead of writing a new one."""
-        self.dirs
+        _ = self.dirs  # for its side effect: opens the directories, scans for the files
         with self._lock:
             entry = self._orphans[key]
             value = self._load(entry, verify=True)
@@ -753,7 +754,7 @@ class MarsStore(MutableMapping):
 
     def discard_existing(self, keys=None) -> None:
         """Delete a previous process's files (all, or ``keys``) that are not wanted."""
-        self.dirs
+        _ = self.dirs  # for its side effect: opens the directories, scans for the files
         with self._lock:
             for k in list(self._orphans if keys is None else keys):
                 entry = self._orphans.pop(k, None)
@@ -897,7 +898,7 @@ class MarsStore(MutableMapping):
             try:
                 w.log_event("mars-store", {"action": "write-failed", "tier": tier, "key": str(key),
                                            "error": str(exc), "errno": exc.errno})
-            except Exception:  # pragma: no cover - a closing worker
+            except Exception:  # noqa: BLE001,S110 - the warning above is the report  # pragma: no cover - a closing worker
                 pass
 
     def _demote(self, key, value) -> None:

@@ -140,7 +140,7 @@ def _reshape_plan(in_shape, out_shape, in_nsplits):
         from dask.array.reshape import reshape_rechunk
 
         inchunks, outchunks = reshape_rechunk(in_shape, out_shape, in_nsplits)[:2]
-    except Exception:  # pragma: no cover - dask's planner refused: fall back to one chunk
+    except Exception:  # noqa: BLE001 - dask's planner refused: fall back to one chunk  # pragma: no cover
         return single
     ins = [chunk_shape_at(inchunks, i) for i in chunk_grid(inchunks)]
     outs = [chunk_shape_at(outchunks, i) for i in chunk_grid(outchunks)]

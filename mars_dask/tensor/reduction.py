@@ -399,7 +399,7 @@ def _reduce(name, a, axis, keepdims, out, combine_size, probe_kw=None, kw=None, 
         axes = validate_axes(a.ndim, axis)
     dtype = _probe(a, name, axis=axis, keepdims=keepdims, **(probe_kw or {}))
     if combine_size is None:
-        combine_size = config.get("tensor.combine-size", 4)
+        combine_size = config.get("tensor.combine-size")
     if not isinstance(combine_size, int) or combine_size < 2:
         raise ValueError(f"combine_size must be an int >= 2, got {combine_size!r}")
     op = TensorReduction([a.data], name=name, axes=tuple(axes), keepdims=bool(keepdims),

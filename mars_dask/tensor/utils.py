@@ -27,7 +27,7 @@ def _auto_splits(shape: tuple, itemsize: int, limit: int | None = None) -> tuple
     if limit is None:
         from dask.utils import parse_bytes
 
-        limit = parse_bytes(config.get("tiling.chunk-store-limit", "128MiB"))
+        limit = parse_bytes(config.get("tiling.chunk-store-limit"))
     nelem = max(1, limit // max(1, itemsize))
     ndim = len(shape)
     if ndim == 0:

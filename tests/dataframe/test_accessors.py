@@ -1,6 +1,5 @@
 """``.str`` and ``.dt`` accessors vs pandas."""
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -179,7 +179,7 @@ def test_bad_inputs(client, frame):
 def test_rechunk_rows_and_align(client, frame):
     m = md.DataFrame(frame, chunk_size=5)
     r = rechunk_rows(m, (3, 10, 0, 10))
-    got = assert_pandas(r, frame)
+    assert_pandas(r, frame)
     assert r.nsplits[0] == (3, 10, 0, 10)
     with pytest.raises(ValueError):
         rechunk_rows(m, (3, 4))

@@ -284,7 +284,7 @@ def test_shuffle_join_graph_has_boundaries(frames):
     assert t.op.algorithm == "shuffle"
     hlg = build_graph(t.data.chunks)
     marked = {}
-    for name, layer in hlg.layers.items():
+    for _name, layer in hlg.layers.items():
         ann = layer.annotations or {}
         if "mars_boundary" in ann:
             for k in layer:

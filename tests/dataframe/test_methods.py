@@ -212,8 +212,8 @@ def test_reset_set_index(client, df, cs):
 
 def test_query_eval(client, df, cs):
     m = md.DataFrame(df, chunk_size=cs)
-    lim = 4
-    names = ["ab", "ef"]
+    lim = 4  # noqa: F841 - used by the query string via @lim
+    names = ["ab", "ef"]  # noqa: F841 - used by the query string via @names
     assert_pandas(m.query("i > @lim and f < 1"), df.query("i > @lim and f < 1"))
     assert_pandas(m.query("s in @names"), df.query("s in @names"))
     assert_pandas(m.query("idx > 10"), df.query("idx > 10"))

@@ -786,7 +786,7 @@ def settle(client, baseline: int = 0, timeout: float = 60) -> None:
         try:
             if scheduler_task_count(client) <= baseline:
                 return
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001,S110 - e.g. the scheduler restarting: poll again
             pass
         time.sleep(0.1)
 

@@ -11,7 +11,6 @@ import numpy as np
 
 import mars_dask
 from mars_dask.plugins._checkpoint import checkpoint_path
-from tests.worker.conftest import cli_cluster  # noqa: F401 (fixture)
 
 
 def _files(client, t):

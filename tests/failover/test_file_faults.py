@@ -19,7 +19,7 @@ import mars_dask.tensor as mt
 from mars_dask.errors import DataIntegrityError
 from mars_dask.plugins._checkpoint import checkpoint_path
 from tests.failover.test_lineage import FAST_GRACE, _events, _kill_node, _wait_workers
-from tests.worker.conftest import CLICluster, cli_cluster  # noqa: F401 (fixture)
+from tests.worker.conftest import CLICluster
 
 N = 200_000
 
@@ -44,7 +44,8 @@ def test_damaged_checkpoint_is_detected_at_load(cli_cluster, damage):
     error)."""
     c = cli_cluster(n_workers=2, nthreads=1, env=FAST_GRACE)
     f, path = checkpointed(c, "ckpt-data")
-    data = bytearray(open(path, "rb").read())
+    with open(path, "rb") as fi:
+        data = bytearray(fi.read())
     if damage == "flipped-bytes":
         data[-N * 4:-N * 4 + 8] = bytes(b ^ 0x5A for b in data[-N * 4:-N * 4 + 8])
     else:

@@ -26,7 +26,7 @@ from mars_dask._safe_files import Authenticator
 from mars_dask.errors import MarsNoWorkersError
 from mars_dask.plugins._failover import _graph_bytes
 from tests.worker import _kernels as K
-from tests.worker.conftest import CLICluster, cli_cluster  # noqa: F401 (fixture)
+from tests.worker.conftest import CLICluster
 
 # a worker whose node is gone (nanny killed too) is given up on after this
 FAST_GRACE = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "1s"}
@@ -64,7 +64,7 @@ def test_forgotten_keys_rebuilt_from_journal_across_graphs(cluster):
         b = client.submit(operator.mul, a, 10, key="b")  # graph 2
         assert b.result(timeout=30) == 30
         del a, b
-        c.wait(lambda: not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)),
+        c.wait(lambda client=client: not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)),
                30, "keys forgotten")
         graph = {"c": Task("c", operator.add, TaskRef("b"), 5)}  # graph 3 needs b, gone
         try:

@@ -21,7 +21,6 @@ import mars_dask.tensor as mt
 from mars_dask.errors import MarsDaskError
 from mars_dask.tensor.arithmetic import elementwise
 from tests.worker import _kernels as K
-from tests.worker.conftest import CLICluster, cli_cluster  # noqa: F401 (fixture)
 
 # this machine is shared: a worker process can take seconds to start
 ENV = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"}

@@ -101,7 +101,7 @@ def test_journal_graphs_and_checkpoints_unreadable_by_another_user(other_user, s
     mars_dask.failover_report(c.client)  # the journal writer is done
     dirs, files = [], []
     for root in (base / "journal", base / "checkpoints"):
-        for d, subdirs, names in os.walk(root):
+        for d, _subdirs, names in os.walk(root):
             dirs.append(Path(d))
             files += [Path(d) / n for n in names]
     names = [p.name for p in files]

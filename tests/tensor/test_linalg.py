@@ -316,12 +316,12 @@ def test_decomposition_bad_input():
 def test_vector_norm(client, dtype):
     x = _data(11, dtype)
     t = mt.tensor(x, chunk_size=3)
-    for ord in [None, 2, 1, np.inf, -np.inf, 0, 3, 0.5]:
+    for ord in [None, 2, 1, np.inf, -np.inf, 0, 3, 0.5]:  # noqa: A001 - numpy's name
         assert_tensor(mt.linalg.norm(t, ord), np.linalg.norm(x, ord), **_tol(dtype))
 
 
 @pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, -1, np.inf, -np.inf, 2, -2])
-def test_matrix_norm(client, ord):
+def test_matrix_norm(client, ord):  # noqa: A002 - numpy's name
     x = _data((7, 5)) - 0.5
     t = mt.tensor(x, chunk_size=(3, 2))
     assert_tensor(mt.linalg.norm(t, ord), np.linalg.norm(x, ord))
@@ -329,7 +329,7 @@ def test_matrix_norm(client, ord):
 
 
 @pytest.mark.parametrize("axis, ord", [(0, None), (-1, np.inf), (1, 1), ((2, 0), None), ((2, 0), 1), ((0, 1), np.inf)])
-def test_norm_axis_3d(client, axis, ord):
+def test_norm_axis_3d(client, axis, ord):  # noqa: A002 - numpy's name
     x = _data((4, 5, 3)) - 0.5
     t = mt.tensor(x, chunk_size=2)
     assert_tensor(mt.linalg.norm(t, ord, axis=axis), np.linalg.norm(x, ord, axis=axis))
@@ -359,7 +359,7 @@ def test_unknown_shapes(client):
     t = mt.tensor(a, chunk_size=(5, 2))
     try:
         tm = t[mt.tensor(mask, chunk_size=5)]
-    except Exception as e:  # pragma: no cover - boolean indexing not available
+    except Exception as e:  # noqa: BLE001 - any failure means it is not available  # pragma: no cover
         pytest.skip(f"boolean indexing unavailable: {e}")
     sub = a[mask]
     assert_tensor(mt.dot(mt.einsum("ki,kj->ij", tm, tm), mt.ones(3)), (sub.T @ sub) @ np.ones(3))

@@ -104,7 +104,7 @@ def test_reductions(client, ac, data):
             getattr(mt, name)(t, axis=axis, **kwargs)
         except ValueError:
             return
-        raise AssertionError(f"{name} on {a.shape} axis={axis} did not raise at build time")
+        raise AssertionError(f"{name} on {a.shape} axis={axis} did not raise at build time") from None
     if name not in ("cumsum", "cumprod"):
         kwargs["combine_size"] = combine
     assert_tensor(getattr(mt, name)(t, axis=axis, **kwargs), expected, rtol=1e-9, atol=1e-12)

@@ -327,7 +327,7 @@ def test_unknown_shape_reductions(client):
         pairs.append((getattr(mt, name)(t1), _np(name, e1)))
         pairs.append((getattr(mt, name)(t2, axis=0), _np(name, e2, axis=0)))
         pairs.append((getattr(mt, name)(t2), _np(name, e2)))
-    for t, expected in pairs:
+    for t, _expected in pairs:
         if t.ndim == 0:
             assert t.shape == ()
     _check_all(pairs)

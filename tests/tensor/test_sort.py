@@ -34,7 +34,7 @@ def unknown_filter(x_np, chunk_size):
     t = mt.tensor(x_np, chunk_size=chunk_size)
     try:
         res = t[t > 0.5]
-    except Exception:  # boolean indexing not available yet
+    except Exception:  # noqa: BLE001 - boolean indexing not available yet
         res = _Filter([t.data]).new_tensor((nan,), t.dtype)
     assert math.isnan(res.shape[0])
     return res, x_np[x_np > 0.5]

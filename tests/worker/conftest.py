@@ -78,9 +78,9 @@ class CLICluster:
 
     # -- start / stop ----------------------------------------------------------------
     def _spawn(self, args, log):
-        f = open(self.tmp / log, "wb")
-        p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=self.env, cwd=str(self.tmp),
-                             start_new_session=True)
+        with open(self.tmp / log, "wb") as f:  # the process has its own copy of the descriptor
+            p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=self.env, cwd=str(self.tmp),
+                                 start_new_session=True)
         self.procs.append(p)
         return p
 
@@ -140,11 +140,11 @@ class CLICluster:
         if self.client is not None:
             try:
                 self.client.shutdown()
-            except Exception:
+            except Exception:  # noqa: BLE001,S110 - best effort: the processes are killed below
                 pass
             try:
                 self.client.close(timeout=5)
-            except Exception:
+            except Exception:  # noqa: BLE001,S110 - best effort: the processes are killed below
                 pass
         deadline = time.monotonic() + 20
         for p in self.procs:

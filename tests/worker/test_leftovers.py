@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -309,7 +308,7 @@ def test_nanny_holds_the_store_through_a_worker_restart(cli_cluster):
         try:
             if len(c.client.run(os.getpid)) == 1 and c.mars_stats()["adopted"] >= 16:
                 break
-        except Exception:  # noqa: BLE001 - the worker is not back yet
+        except Exception:  # noqa: BLE001,S110 - the worker is not back yet
             pass
         time.sleep(0.02)
     assert c.mars_stats()["adopted"] >= 16, c.logs()
@@ -362,7 +361,7 @@ def _crash_leak(tmp_path, nbytes):
             for q in quiet:  # the client's reconnection attempts, cancelled
                 q.setLevel(logging.CRITICAL)
             old.client.close(timeout=2)
-        except Exception:  # noqa: BLE001 - its scheduler is gone
+        except Exception:  # noqa: BLE001,S110 - its scheduler is gone
             pass
         finally:
             for q, lv in zip(quiet, levels):

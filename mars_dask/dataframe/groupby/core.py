@@ -41,15 +41,15 @@ _NUMERIC_ONLY = {"sum", "prod", "mean", "var", "std"}
 
 
 def _combine_size() -> int:
-    return int(config.get("dataframe.combine-size", None) or config.get("tensor.combine-size", 4) or 4)
+    return int(config.get("dataframe.combine-size") or config.get("tensor.combine-size") or 4)
 
 
 def _default_method() -> str:
-    return config.get("dataframe.groupby-method", "auto") or "auto"
+    return config.get("dataframe.groupby-method") or "auto"
 
 
 def _shuffle_ratio() -> float:
-    return float(config.get("dataframe.groupby-shuffle-ratio", 0.3))
+    return float(config.get("dataframe.groupby-shuffle-ratio"))
 
 
 def _empty_chunk_meta():

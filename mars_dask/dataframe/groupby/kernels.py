@@ -187,7 +187,7 @@ def combine_partials(parts, ctx: Ctx, pcols, *, final=False, sort=False, observe
         df = _adjust_m2(df, levels, pcols)
     g = df.groupby(level=levels if len(levels) > 1 else 0, sort=sort, dropna=False, observed=observed)
     out = {}
-    for i, (col, kind) in enumerate(pcols):
+    for i, (_col, kind) in enumerate(pcols):
         name = f"p{i}"
         out[name] = getattr(g[name], _COMBINE[kind])()
     if not out:

@@ -65,7 +65,7 @@ def file_token(fs, path):
     """Identifies a file's content version (size and modification time), for keys."""
     try:
         return fs.ukey(path)
-    except Exception:  # pragma: no cover - filesystems without ukey
+    except Exception:  # noqa: BLE001 - any ukey failure: key on the path  # pragma: no cover - filesystems without ukey
         return path
 
 
@@ -182,7 +182,7 @@ def _quiet_rm(fs, path) -> None:
             fs.rm_file(path)
     except FileNotFoundError:
         pass
-    except Exception:  # noqa: BLE001 - best effort: the clean-up job tries again
+    except Exception:  # noqa: BLE001,S110 - best effort: the clean-up job tries again
         pass
 
 
@@ -208,7 +208,7 @@ def atomic_write(fs, path: str):
     ``path``; when it raises, the temporary is removed and nothing changes under ``path``."""
     tmp = temp_path(path)
     local = is_local(fs)
-    f = open(tmp, "xb") if local else fs.open(tmp, "wb")
+    f = open(tmp, "xb") if local else fs.open(tmp, "wb")  # noqa: SIM115 - closed below, before the rename
     try:
         yield f
         if local:

@@ -56,7 +56,7 @@ def tree_sum(
     nodes add ``tensor.combine-size`` partials each (Mars's combine step).  Intermediate
     nodes get ``-sum`` keys; the root gets the output key.  ``func(partials, *args)``
     replaces the sum for other combinations (maximum, minimum)."""
-    combine = max(2, int(config.get("tensor.combine-size", 4)))
+    combine = max(2, int(config.get("tensor.combine-size")))
     level = 0
     while len(partials) > combine:
         nxt = []

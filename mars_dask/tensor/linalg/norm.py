@@ -89,7 +89,7 @@ def _reduce(x: Tensor, axes, how: str, dtype, keepdims: bool, p=None) -> Tensor:
     return op.new_tensor(shape, dtype)
 
 
-def _vector_norm(x, axis, ord, dtype, keepdims):
+def _vector_norm(x, axis, ord, dtype, keepdims):  # noqa: A002 - numpy's name
     axes = (axis,) if isinstance(axis, int) else axis
     if ord is None or ord == 2:
         return _reduce(x, axes, "sumsq", dtype, keepdims)
@@ -106,7 +106,7 @@ def _vector_norm(x, axis, ord, dtype, keepdims):
     return _reduce(x, axes, "sump", dtype, keepdims, p=float(ord))
 
 
-def _matrix_norm(x, row, col, ord, dtype, keepdims):
+def _matrix_norm(x, row, col, ord, dtype, keepdims):  # noqa: A002 - numpy's name
     if ord is None or ord == "fro":
         return _reduce(x, (row, col), "sumsq", dtype, keepdims)
     if ord in (1, -1, np.inf, -np.inf):
@@ -136,7 +136,7 @@ def _transpose_2d(x):
     return einsum("ij->ji", x)
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
+def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     """``numpy.linalg.norm``: vector norms (None/2, inf, -inf, 0, 1, any p) and matrix
     norms (None/'fro', 'nuc', inf, -inf, 1, -1, 2, -2)."""
     x = astensor(x)
