@@ -13,13 +13,29 @@ Public API is used where it exists and is not listed: plugin hooks, ``Worker.plu
 ``Server.handlers`` / ``stream_handlers`` (registration still goes through
 :func:`register_handlers`, one place).
 
-Contacts (before this module: about 30 kinds spread over 10 files, 75 code lines; now the
-functions below. Call sites routed through them: ``plugins/_worker.py``, ``_nanny.py``,
-``_scheduler.py``, ``spill/``, ``_reconnect.py``, ``_embedded.py``. NOT YET routed (the
-functions exist and are checked, the call sites still touch distributed directly):
-``plugins/_restart.py`` (add_to_processing, run_transitions, forget_unrunnable,
-detach/attach_dependencies, get/put_restrictions) and ``plugins/_quota.py``
-(set_resource_restriction, ``TaskState.run_spec``). "To move" files are listed after the table.)
+Contacts. Before this module: about 30 kinds spread over 10 files, 75 code lines (the worker,
+nanny, store, session side) plus 83 in the scheduler plugins (``_restart.py`` 29, ``_quota.py``
+5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 34 checked contacts
+(:data:`CONTACTS`, the rows below; a row with several names is one contact read and written)
+served by 52 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
+``_nanny.py``, ``_scheduler.py``, ``_restart.py``, ``_quota.py``, ``_failover.py``,
+``_checkpoint.py``, ``_journal.py``), ``spill/``, ``_reconnect.py`` and ``_embedded.py``: every
+call site goes through them. Still outside (graph building, not plugins; another change):
+``dask._task_spec`` imported by ``tiling/emit.py``, ``tensor/datasource.py`` (2 lines) and
+``dataframe/interop.py`` (4 code lines in all), not checked here. How the scheduler-plugin
+lines were counted: the source with comments and docstrings removed (``tokenize``), grepped
+for the private names and edits listed in the table (``_add_to_processing``,
+``_find_lost_dependencies``, ``_materialize_graph``, ``_task_spec``, ``.send_all``,
+``.unrunnable``, ``.queued``, ``.transitions(``, ``s.transition(``, ``plugin.transition(``,
+``.stream_handlers``, ``.handlers[``, ``.register_worker_plugin(``, ``*_restrictions``,
+``.run_spec``, ``.waiting_on``, ``.dependencies/.dependents/.waiters .add/.discard``,
+``.add_dependency(``, ``.new_task(``, writes of ``.suspicious`` / ``.priority``,
+``scheduler.allowed_failures``, ``.generation``, ``update_data``, ``"update-graph"``,
+``expr_ser``, ``observe_tasks``, the ``remove-worker`` payload keys), ``DI.<name>`` calls
+excepted. Reading documented ``TaskState`` / ``WorkerState`` fields (``state``, ``key``,
+``who_has``, ``who_wants``, ``waiters``, ``dependencies``, ``dependents``, ``priority``,
+``annotations``, ``processing_on``, ``suspicious``, ``nthreads``, ``status``) is public API
+and not counted.
 
 =================================  ==================================================  ==========================
 name                               touches (private part)                              feature that needs it
@@ -37,29 +53,67 @@ forget_worker_process_address      ``WorkerProcess.worker_address`` (cleared)   
 worker_process_kwargs              ``WorkerProcess.worker_kwargs`` (reused per start)  scheduler-loss-restart, store
 memory_terminated_pid              ``NannyMemoryManager._last_terminated_pid``         restart-recovery
 register_handlers                  ``Server.handlers/stream_handlers`` (documented)    (all plugin RPCs)
-add_worker_plugin_from_scheduler   ``Scheduler.register_worker_plugin(comm=None)``     (worker plugin install)
+add_worker_plugin_from_scheduler   ``Scheduler.register_worker_plugin(comm=None)``     (worker and checkpoint
+                                                                                       plugin install)
 is_remove_worker_event             ``log_event("all", {"action": "remove-worker"})``   restart-recovery
-                                   payload and its timing (before the transitions)
+                                   and its timing (before the transitions)
+remove_worker_event_fields         that event's payload (``processing-tasks``,         restart-recovery,
+                                   ``lost-computed-tasks``, ``lost-scattered-tasks``,  failover-recovery-plans
+                                   ``expected``, ``worker``, ``stimulus_id``)
 add_to_processing                  ``Scheduler._add_to_processing`` + ``send_all`` +    restart-recovery
                                    hand-fanned ``plugin.transition``
 run_transitions                    ``Scheduler.transitions``                           restart-recovery
 forget_unrunnable                  ``Scheduler.unrunnable``                            restart-recovery
 detach_dependencies /              ``TaskState.dependencies/dependents/waiters/        restart-recovery
-attach_dependencies                waiting_on`` edited
+attach_dependencies                waiting_on`` edited (check: task_edges)
 get_restrictions / put_restrictions ``TaskState.*_restrictions`` (host, resource,      restart-recovery, quota
-                                   loose: no public setter)
+                                   loose: no public setter; check: restrictions)
+hold_to_worker                     public ``Scheduler.set_restrictions`` (checked to   restart-recovery
+                                   set only ``worker_restrictions``, no transition)
+                                   + ``TaskState.loose/host/resource_restrictions``
+take_over_allowed_failures /       ``Scheduler.allowed_failures`` (read, raised out    restart-recovery
+allowed_failures                   of reach of ``remove_worker``'s KilledWorker)
+unsuspect                          ``TaskState.suspicious``, ``TaskPrefix.suspicious`` restart-recovery
+set_priority /                     ``TaskState.priority`` written; the ``(first,       restart-recovery,
+priority_in_generation             Scheduler.generation, 0)`` shape                    failover-journal-restore,
+                                                                                       failover-checkpoints,
+                                                                                       lineage-offload
+fail_task                          ``Scheduler.transition(key, "erred", exception=     restart-recovery,
+                                   pickled, cause)`` + ``transitions``                 no-workers-timeout
+resource_restriction /             ``TaskState.resource_restrictions`` (read; written: quota
+set_resource_restriction           no public setter; check: restrictions)
+run_spec / set_run_spec            ``TaskState.run_spec`` (read; written when a        quota, failover-journal-restore,
+                                   checkpoint cuts lineage)                            failover-checkpoints
+wrap_find_lost_dependencies        ``Scheduler._find_lost_dependencies`` wrapped per   failover-journal-restore
+                                   instance (called by ``update_graph``)
+wrap_update_graph_handler /        the ``update-graph`` stream handler wrapped; its    failover-journal-restore
+update_graph_expr                  ``expr_ser`` field
+materialize_graph                  ``distributed.scheduler._materialize_graph``        failover-journal-restore,
+                                                                                       lineage-offload
+wrap_update_data / update_data     ``Scheduler.update_data`` wrapped (instance         failover-scatter-checkpoint,
+                                   attribute ``scatter`` calls + ``update_data``       failover-rejoin
+                                   handler); called for rejoined keys
+make_task / is_task_calling        ``dask._task_spec.Task(key, func, *args)``, .func   failover-checkpoints
+cut_dependencies /                 ``TaskState.dependencies/dependents/waiters/        failover-checkpoints,
+detach_dependents / add_dependency waiting_on`` edited; ``TaskState.add_dependency``   lineage-offload
+new_released_task                  ``Scheduler.new_task(key, spec, "released")``       lineage-offload
+observe_new_tasks                  spans extension ``observe_tasks``                   lineage-offload
+waiting_for_workers                ``Scheduler.unrunnable`` + ``Scheduler.queued``     no-workers-timeout
 future_cancel_reason               ``Future._state.exception.reason``                  client-reconnect
 scheduler_n_workers                ``Client._scheduler_identity``                      client-reconnect
 cluster_worker_status              ``Cluster._update_worker_status`` (overridden)      embedded-cluster-respawn
 =================================  ==================================================  ==========================
 
-To move (files owned by another change; they still touch distributed directly):
-``plugins/_failover.py``: ``Scheduler._find_lost_dependencies`` (wrapped), the
-``update-graph`` stream handler (wrapped), ``_materialize_graph``, ``Scheduler.update_data``
-(wrapped, ``_orig_update_data``), ``TaskState.run_spec/dependencies/waiters`` edits,
-``Scheduler.transitions``, ``remove-worker`` event payload; ``plugins/_journal.py``:
-``TaskState.run_spec`` / ``Task`` internals when encoding recipes; ``plugins/_checkpoint.py``:
-``get_worker().plugins`` (public) and the checkpoint stream ops.
+What a disabled feature means: restart-recovery (worker deaths are left to Dask: no holds,
+adoption or blame; ``Scheduler.allowed_failures`` stays Dask's), quota (no resource
+restrictions), failover-journal-restore (the ``_find_lost_dependencies`` and ``update-graph``
+wrappers are not installed: a graph needing a forgotten key fails as in Dask),
+failover-checkpoints (no checkpoint worker plugin, nothing cut), failover-scatter-checkpoint
+(``update_data`` not wrapped), failover-rejoin (a restarted scheduler does not register the
+rejoining workers' results), failover-recovery-plans (no recovery plans / ``worker-lost``
+events), lineage-offload (off, as ``mars-dask.failover.offload-lineage: false``),
+no-workers-timeout (waiting work is not failed). ``plugins/_journal.py`` touches nothing of
+distributed (the recipes it stores come from the functions above).
 
 Removed (no longer touched at all): ``sys._getframe`` + ``WorkerMemoryManager.__init__``'s
 locals (the store is bound by the worker plugin, :meth:`MarsStore.bind`), ``Worker._pending_plugins``
@@ -70,6 +124,7 @@ locals (the store is bound by the worker plugin, :meth:`MarsStore.bind`), ``Work
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 
@@ -200,6 +255,94 @@ def _probe_cluster_worker_status():
             and _params(getattr(SpecCluster, "_update_worker_status", None), "op", "msg"))
 
 
+def _probe_set_restrictions():
+    from distributed.scheduler import Scheduler, TaskState
+    return (_params(Scheduler.set_restrictions, "worker") and _has(TaskState, "loose_restrictions")
+            and not _source_has(Scheduler.set_restrictions, "transition")
+            and not _source_has(Scheduler.set_restrictions, "loose_restrictions"))
+
+
+def _probe_run_spec():
+    from distributed.scheduler import TaskState
+    return _has(TaskState, "run_spec")
+
+
+def _probe_allowed_failures():
+    from distributed.scheduler import Scheduler
+    return _source_has(Scheduler, "self.allowed_failures =") and _source_has(
+        Scheduler.remove_worker, "self.allowed_failures")
+
+
+def _probe_suspicious():
+    from distributed.scheduler import TaskPrefix, TaskState
+    return _has(TaskState, "suspicious", "prefix") and _source_has(TaskPrefix, "self.suspicious")
+
+
+def _probe_priority():
+    from distributed.scheduler import Scheduler, TaskState
+    return _has(TaskState, "priority") and _source_has(Scheduler, "self.generation")
+
+
+def _probe_fail_task():
+    from distributed.scheduler import Scheduler, SchedulerState
+    return (_params(Scheduler.transition, "key", "finish", "stimulus_id")
+            and _source_has(SchedulerState._transition_no_worker_erred, "exception")
+            and _probe_transitions())
+
+
+def _probe_remove_worker_payload():
+    from distributed.scheduler import Scheduler
+    src = inspect.getsource(Scheduler.remove_worker)
+    return all(f'"{f}"' in src for f in ("processing-tasks", "lost-computed-tasks", "lost-scattered-tasks",
+                                          "expected", "worker"))
+
+
+def _probe_find_lost_dependencies():
+    from distributed.scheduler import Scheduler
+    return (_params(getattr(Scheduler, "_find_lost_dependencies", None), "dsk", "keys")
+            and _source_has(Scheduler.update_graph, "self._find_lost_dependencies("))
+
+
+def _probe_update_graph_handler():
+    from distributed.scheduler import Scheduler
+    return _source_has(Scheduler, '"update-graph": self.update_graph') and _params(
+        Scheduler.update_graph, "expr_ser")
+
+
+def _probe_materialize_graph():
+    from distributed.scheduler import _materialize_graph
+    return _params(_materialize_graph, "expr", "validate")
+
+
+def _probe_update_data():
+    from distributed.scheduler import Scheduler
+    return (_params(Scheduler.update_data, "who_has", "nbytes", "client")
+            and _source_has(Scheduler.scatter, "self.update_data(")
+            and _source_has(Scheduler, '"update_data": self.update_data'))
+
+
+def _probe_task_spec():
+    from dask._task_spec import Task
+    return _has(Task, "func")
+
+
+def _probe_new_task():
+    from distributed.scheduler import Scheduler, TaskState
+    return (_params(Scheduler.new_task, "key", "spec", "state") and _has(TaskState, "add_dependency")
+            and _probe_task_edges())
+
+
+def _probe_spans():
+    from distributed.spans import SpansSchedulerExtension
+    return _params(SpansSchedulerExtension.observe_tasks, "tss", "code", "span_metadata")
+
+
+def _probe_waiting_for_workers():
+    from distributed.scheduler import SchedulerState
+    return (_source_has(SchedulerState, "self.unrunnable") and _source_has(SchedulerState, "self.queued")
+            and _probe_fail_task())
+
+
 #: contact name -> (probe, features that need it, role that checks it)
 CONTACTS: dict = {
     "hook_worker_close": (_probe_worker_close, ("scheduler-loss-restart",), "worker"),
@@ -217,6 +360,24 @@ CONTACTS: dict = {
     "forget_unrunnable": (_probe_unrunnable, ("restart-recovery",), "scheduler"),
     "task_edges": (_probe_task_edges, ("restart-recovery",), "scheduler"),
     "restrictions": (_probe_restrictions, ("restart-recovery", "quota"), "scheduler"),
+    "hold_to_worker": (_probe_set_restrictions, ("restart-recovery",), "scheduler"),
+    "take_over_allowed_failures": (_probe_allowed_failures, ("restart-recovery",), "scheduler"),
+    "unsuspect": (_probe_suspicious, ("restart-recovery",), "scheduler"),
+    "set_priority": (_probe_priority, ("restart-recovery", "failover-journal-restore",
+                                       "failover-checkpoints", "lineage-offload"), "scheduler"),
+    "fail_task": (_probe_fail_task, ("restart-recovery",), "scheduler"),
+    "remove_worker_event_fields": (_probe_remove_worker_payload, ("restart-recovery", "failover-recovery-plans"),
+                                   "scheduler"),
+    "run_spec": (_probe_run_spec, ("quota", "failover-journal-restore", "failover-checkpoints"), "scheduler"),
+    "wrap_find_lost_dependencies": (_probe_find_lost_dependencies, ("failover-journal-restore",), "scheduler"),
+    "wrap_update_graph_handler": (_probe_update_graph_handler, ("failover-journal-restore",), "scheduler"),
+    "materialize_graph": (_probe_materialize_graph, ("failover-journal-restore", "lineage-offload"), "scheduler"),
+    "wrap_update_data": (_probe_update_data, ("failover-scatter-checkpoint", "failover-rejoin"), "scheduler"),
+    "make_task": (_probe_task_spec, ("failover-checkpoints",), "any"),
+    "cut_dependencies": (_probe_task_edges, ("failover-checkpoints", "lineage-offload"), "scheduler"),
+    "new_released_task": (_probe_new_task, ("lineage-offload",), "scheduler"),
+    "observe_new_tasks": (_probe_spans, ("lineage-offload",), "scheduler"),
+    "waiting_for_workers": (_probe_waiting_for_workers, ("no-workers-timeout",), "scheduler"),
     "future_cancel_reason": (_probe_future_state, ("client-reconnect",), "client"),
     "scheduler_n_workers": (_probe_scheduler_identity, ("client-reconnect",), "client"),
     "cluster_worker_status": (_probe_cluster_worker_status, ("embedded-cluster-respawn",), "client"),
@@ -447,11 +608,216 @@ def put_restrictions(ts, saved: tuple) -> None:
     ts.worker_restrictions, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions = saved
 
 
+def hold_to_worker(scheduler, ts, address: str, *, only: bool = False) -> None:
+    """Restrict ``ts`` to the worker ``address``, not loosely (``only``: and drop its host and
+    resource restrictions). The worker part goes through the public
+    ``Scheduler.set_restrictions`` (as distributed/shuffle does); relies on it setting only
+    ``worker_restrictions`` (no transition, ``loose_restrictions`` untouched: checked) and on
+    ``TaskState.loose/host/resource_restrictions`` (no public setter) being read at each
+    decision (2026.6.0-2026.8.0)."""
+    set_restrictions = getattr(scheduler, "set_restrictions", None)
+    if set_restrictions is not None:
+        set_restrictions(worker={ts.key: {address}})
+    else:  # a stand-in scheduler without the method (tests/failover/test_restart_holds.py)
+        ts.worker_restrictions = {address}
+    if only:
+        ts.host_restrictions = None
+        ts.resource_restrictions = None
+    ts.loose_restrictions = False
+
+
+def resource_restriction(ts, name: str):
+    # relies on TaskState.resource_restrictions (2026.6.0-2026.8.0)
+    return (ts.resource_restrictions or {}).get(name)
+
+
 def set_resource_restriction(ts, name: str, amount) -> None:
-    # relies on TaskState.resource_restrictions (no public setter) (2026.6.0-2026.8.0)
+    # relies on TaskState.resource_restrictions being read at each decision (no public setter) (2026.6.0-2026.8.0)
     rr = dict(ts.resource_restrictions or {})
     rr[name] = amount
     ts.resource_restrictions = rr
+
+
+def allowed_failures(scheduler) -> int:
+    # relies on Scheduler.allowed_failures (distributed.scheduler.allowed-failures) (2026.6.0-2026.8.0)
+    return scheduler.allowed_failures
+
+
+def take_over_allowed_failures(scheduler, value: int = 2**31) -> int:
+    """Set ``Scheduler.allowed_failures`` (Dask's KilledWorker verdict in ``remove_worker``
+    runs before any hook: raised out of reach, the plugin decides) and return what it was;
+    relies on SchedulerState.allowed_failures being read at each death (2026.6.0-2026.8.0)."""
+    before = scheduler.allowed_failures
+    scheduler.allowed_failures = value
+    return before
+
+
+def unsuspect(ts) -> None:
+    # relies on TaskState.suspicious and TaskPrefix.suspicious counting deaths (2026.6.0-2026.8.0)
+    if ts.suspicious > 0:
+        ts.suspicious -= 1
+        ts.prefix.suspicious = max(0, ts.prefix.suspicious - 1)
+
+
+def set_priority(ts, priority: tuple) -> None:
+    # relies on TaskState.priority being read when the task is next scheduled (2026.6.0-2026.8.0)
+    ts.priority = priority
+
+
+def priority_in_generation(scheduler, first) -> tuple:
+    # relies on the (first, SchedulerState.generation, position) shape of priorities (2026.6.0-2026.8.0)
+    return (first, scheduler.generation, 0)
+
+
+def fail_task(scheduler, key, exc, stimulus_id: str) -> None:
+    """Fail ``key`` (no-worker or queued) with ``exc``: relies on
+    ``Scheduler.transition(key, "erred", exception=pickled, cause)`` and ``transitions``
+    (2026.6.0-2026.8.0)."""
+    import pickle
+
+    recs = scheduler.transition(key, "erred", exception=pickle.dumps(exc), cause=key, stimulus_id=stimulus_id)
+    scheduler.transitions(recs, stimulus_id=stimulus_id)
+
+
+def remove_worker_event_fields(msg: dict) -> dict:
+    """The fields of a ``remove-worker`` event (see :func:`is_remove_worker_event`):
+    ``worker``, ``expected``, ``stimulus_id``, ``processing``, ``lost`` (computed results),
+    ``scattered`` (lists); relies on that undocumented payload (2026.6.0-2026.8.0)."""
+    return {"worker": msg.get("worker"), "expected": msg.get("expected"),
+            "stimulus_id": msg.get("stimulus_id"),
+            "processing": list(msg.get("processing-tasks") or ()),
+            "lost": list(msg.get("lost-computed-tasks") or ()),
+            "scattered": list(msg.get("lost-scattered-tasks") or ())}
+
+
+def run_spec(ts):
+    # relies on TaskState.run_spec (a dask Task/DataNode since 2024.12; None: no recipe) (2026.6.0-2026.8.0)
+    return ts.run_spec
+
+
+def set_run_spec(ts, spec) -> None:
+    # relies on TaskState.run_spec being read when the task is sent to a worker (2026.6.0-2026.8.0)
+    ts.run_spec = spec
+
+
+def cut_dependencies(ts) -> list:
+    """Detach ``ts`` from all its dependencies (also from their waiters and its
+    waiting_on) and return them; relies on TaskState.dependencies/dependents/waiters/
+    waiting_on (2026.6.0-2026.8.0)."""
+    deps = list(ts.dependencies)
+    for dts in deps:
+        ts.dependencies.discard(dts)
+        dts.dependents.discard(ts)
+        if dts.waiters:
+            dts.waiters.discard(ts)
+        if ts.waiting_on:
+            ts.waiting_on.discard(dts)
+    return deps
+
+
+def detach_dependents(ts) -> list:
+    # relies on TaskState.dependencies/dependents (2026.6.0-2026.8.0)
+    dependents = ts.dependents
+    out = list(dependents)
+    for d in out:
+        d.dependencies.discard(ts)
+        dependents.discard(d)
+    return out
+
+
+def add_dependency(ts, dts) -> None:
+    # relies on TaskState.add_dependency (2026.6.0-2026.8.0)
+    if dts not in ts.dependencies:
+        ts.add_dependency(dts)
+
+
+def new_released_task(scheduler, key, spec, priority: tuple, dependencies=()):
+    """A new released task ``key`` with ``spec`` and ``priority`` depending on the keys
+    ``dependencies`` (all in ``scheduler.tasks``); relies on ``Scheduler.new_task(key, spec,
+    state)`` and ``TaskState.add_dependency`` (2026.6.0-2026.8.0)."""
+    ts = scheduler.new_task(key, spec, "released")
+    ts.priority = priority
+    for d in dependencies:
+        ts.add_dependency(scheduler.tasks[d])
+    return ts
+
+
+def observe_new_tasks(scheduler, tss) -> None:
+    # relies on the spans extension's observe_tasks(tss, code, span_metadata) (2026.6.0-2026.8.0)
+    spans = scheduler.extensions.get("spans")
+    if spans is not None and tss:
+        spans.observe_tasks(tss, code=(), span_metadata={})
+
+
+def waiting_for_workers(scheduler) -> list:
+    # relies on Scheduler.unrunnable (no-worker) and Scheduler.queued (2026.6.0-2026.8.0)
+    return [ts.key for ts in list(scheduler.unrunnable)] + [ts.key for ts in list(scheduler.queued)]
+
+
+# -- scheduler: failover wrappers --------------------------------------------------------------
+def wrap_find_lost_dependencies(scheduler, wrapper):
+    """Install ``wrapper(dsk, keys)`` as the instance's ``_find_lost_dependencies`` and
+    return the original; relies on ``Scheduler.update_graph`` calling
+    ``self._find_lost_dependencies(dsk, keys)`` before it compares the graph with its tasks
+    (2026.6.0-2026.8.0)."""
+    original = scheduler._find_lost_dependencies
+    scheduler._find_lost_dependencies = wrapper
+    return original
+
+
+def wrap_update_graph_handler(scheduler, wrapper):
+    """Install ``wrapper(**msg)`` as the ``update-graph`` stream handler and return the
+    original; relies on that handler name and its message (see :func:`update_graph_expr`)
+    (2026.6.0-2026.8.0)."""
+    original = scheduler.stream_handlers["update-graph"]
+    scheduler.stream_handlers["update-graph"] = wrapper
+    return original
+
+
+def update_graph_expr(msg: dict):
+    # relies on the update-graph message's serialized graph "expr_ser" (header, frames) (2026.6.0-2026.8.0)
+    return msg.get("expr_ser")
+
+
+def materialize_graph(header, frames) -> dict:
+    # relies on distributed.scheduler._materialize_graph(expr, validate) -> (dsk, annotations) (2026.6.0-2026.8.0)
+    from distributed.protocol import deserialize
+    from distributed.scheduler import _materialize_graph
+
+    dsk, _ = _materialize_graph(deserialize(header, frames), validate=False)
+    return dsk
+
+
+def wrap_update_data(scheduler, wrapper):
+    """Install ``wrapper(*, who_has, nbytes, client)`` as ``Scheduler.update_data`` (the
+    instance attribute ``Scheduler.scatter`` calls) and as the ``update_data`` handler;
+    returns the original. Relies on both calling sites (2026.6.0-2026.8.0)."""
+    original = scheduler.update_data
+    scheduler.update_data = wrapper
+    scheduler.handlers["update_data"] = wrapper
+    return original
+
+
+def update_data(scheduler, who_has: dict, nbytes: dict, client, original=None) -> None:
+    # relies on Scheduler.update_data(who_has, nbytes, client) registering data as in memory (2026.6.0-2026.8.0)
+    (original or scheduler.update_data)(who_has=who_has, nbytes=nbytes, client=client)
+
+
+# -- dask task specs -------------------------------------------------------------------------
+@functools.cache
+def _task_class():
+    from dask._task_spec import Task
+    return Task
+
+
+def make_task(key, func, *args):
+    # relies on dask._task_spec.Task(key, func, *args) (2026.6.0-2026.8.0)
+    return _task_class()(key, func, *args)
+
+
+def is_task_calling(spec, func) -> bool:
+    # relies on dask._task_spec.Task.func (2026.6.0-2026.8.0)
+    return isinstance(spec, _task_class()) and spec.func is func
 
 
 # -- client ------------------------------------------------------------------------------------

@@ -123,3 +123,160 @@ def test_store_bind_takes_the_workers_name_and_limit(tmp_path):
     st2["x"] = 1
     w2.plugins["mars-store-teardown"].teardown(w2)
     assert st2._closed
+
+
+# -- the scheduler plugins' contacts --------------------------------------------------------------
+def _fail_contact(monkeypatch, name):
+    probe, features, role = DI.CONTACTS[name]
+    monkeypatch.setitem(DI.CONTACTS, name, (lambda: False, features, role))
+    return features
+
+
+def test_scheduler_plugins_touch_distributed_only_through_this_module():
+    """The scheduler plugins name no private part of distributed: ``_restart``, ``_quota``,
+    ``_failover``, ``_checkpoint``, ``_journal`` go through _dask_internals."""
+    import inspect
+    import re
+
+    from mars_dask.plugins import _checkpoint, _failover, _journal, _quota, _restart, _scheduler
+
+    banned = re.compile(r"_add_to_processing|\.send_all\(|\.unrunnable\b|\.queued\b|\.transitions\("
+                        r"|s\.transition\(|\.stream_handlers\b|\.handlers\[|\.register_worker_plugin\("
+                        r"|ts\.(worker|host|resource|loose)_restrictions|\bts\.run_spec|\.waiting_on\b"
+                        r"|\.(dependencies|dependents|waiters)\.(add|discard)\(|\.new_task\(|\.add_dependency\("
+                        r"|_materialize_graph|_task_spec|\.suspicious\s*-=|\.priority\s*=[^=]|\.generation\b"
+                        r"|s\.update_data|\"(processing|lost-computed|lost-scattered)-tasks\"|\"expr_ser\"")
+    for mod in (_restart, _quota, _failover, _checkpoint, _journal, _scheduler):
+        code = [ln for ln in inspect.getsource(mod).splitlines() if not ln.strip().startswith("#")]
+        hits = [ln.strip() for ln in code if banned.search(re.sub(r"\bDI\.\w+", "DI.f", ln))
+                and not ln.strip().startswith(("``", "-", "*"))]
+        assert not hits, (mod.__name__, hits)
+
+
+def test_a_missing_failover_wrapper_contact_disables_journal_restore_and_jobs_still_run(monkeypatch, caplog):
+    """``Scheduler._find_lost_dependencies`` gone while the scheduler plugin starts (as on a
+    distributed without it): failover journal restore is reported disabled with the one
+    warning, the plugin starts without installing its wrappers, and a mars_dask job runs."""
+    import numpy as np
+    from distributed import Client, LocalCluster
+    from distributed.scheduler import Scheduler
+
+    import mars_dask
+    import mars_dask.tensor as mt
+    from mars_dask.plugins import _protocol as P
+    from mars_dask.session import Session
+    from tests.conftest import MARS_PRELOADS
+
+    original = Scheduler._find_lost_dependencies
+    monkeypatch.delattr(Scheduler, "_find_lost_dependencies")
+    with caplog.at_level(logging.WARNING, logger="mars_dask.plugins"), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, memory_limit="2GiB",
+                         dashboard_address=":0", host="127.0.0.1", **MARS_PRELOADS) as cluster, \
+            Client(cluster) as client:
+        s = cluster.scheduler
+        plugin = s.plugins[P.PLUGIN_NAME]
+        assert plugin.failover is not None and plugin.failover.journal is not None  # started
+        # Dask's own update_graph needs it back for the job; the plugin did not wrap it
+        Scheduler._find_lost_dependencies = original  # (monkeypatch restores it too)
+        assert "_find_lost_dependencies" not in vars(s)
+        assert s.stream_handlers["update-graph"] == s.update_graph  # not wrapped either
+        assert not DI.enabled("failover-journal-restore")
+        assert DI.enabled("quota") and DI.enabled("restart-recovery") and plugin.quota.enabled
+        events = [e for _, e in s.get_events("mars-dask") if e.get("action") == "internals-check-failed"]
+        assert len(events) == 1
+        assert "wrap_find_lost_dependencies" in events[0]["disabled"]["failover-journal-restore"]
+        warned = [r for r in caplog.records if "failover-journal-restore" in r.getMessage()]
+        assert len(warned) == 1 and "wrap_find_lost_dependencies" in warned[0].getMessage()
+
+        a = mars_dask.execute((mt.arange(40, chunk_size=10) + 7).sum(), session=Session(client))
+        assert a.fetch() == np.arange(40).sum() + 7 * 40
+
+
+def test_the_failover_wrappers_are_installed_when_their_contacts_check_out(monkeypatch):
+    """The same start with every contact there: both wrappers in place (what the test above
+    shows missing); with the check failed at the probe level, neither."""
+    from mars_dask.plugins._failover import Failover
+
+    calls = []
+
+    class S(types.SimpleNamespace):
+        def _find_lost_dependencies(self, dsk, keys):  # pragma: no cover - replaced
+            return set()
+
+        def update_data(self, **kw):  # pragma: no cover - replaced
+            calls.append(kw)
+
+    def scheduler():
+        s = S(stream_handlers={"update-graph": "orig"}, handlers={}, address="tcp://127.0.0.1:1",
+              tasks={}, loop=None)
+        return s
+
+    async def no_plugin(*a, **k):
+        return None
+
+    import asyncio
+
+    import dask
+
+    for failing in (None, "wrap_find_lost_dependencies", "wrap_update_graph_handler", "wrap_update_data"):
+        DI._reset()
+        with monkeypatch.context() as m:
+            m.setattr(DI, "add_worker_plugin_from_scheduler", no_plugin)
+            if failing:
+                _fail_contact(m, failing)
+            DI.check("scheduler")
+            s = scheduler()
+            with dask.config.set({"mars-dask.failover.no-workers-timeout": None,
+                                  "mars-dask.failover.checkpoint-scattered": True}):
+                f = Failover(s)
+                asyncio.run(f.start())
+            try:
+                restore = failing not in ("wrap_find_lost_dependencies", "wrap_update_graph_handler")
+                assert ("_find_lost_dependencies" in vars(s)) is restore, failing
+                assert (s.stream_handlers["update-graph"] != "orig") is restore, failing
+                assert ("update_data" in vars(s)) is (failing != "wrap_update_data"), failing
+                assert "mars_failover_stats" in s.handlers  # the plugin's own handlers always
+            finally:
+                f.close()
+
+
+def test_quota_restrictions_go_through_the_restriction_contact(monkeypatch):
+    """Quota admission sets and re-estimates ``mars-memory`` resource restrictions through
+    _dask_internals; with the restriction contact failed, the scheduler plugin starts with
+    quota (and restart recovery) off and restricts nothing, and Dask's allowed_failures is
+    left alone."""
+    import asyncio
+
+    import dask
+    from distributed.scheduler import TaskGroup, TaskPrefix, TaskState
+
+    from mars_dask.plugins import _protocol as P
+    from mars_dask.plugins._quota import Quota
+    from mars_dask.plugins._scheduler import MarsSchedulerPlugin
+
+    def stand_in():
+        ts = TaskState("x", DI.make_task("x", int, "1"), "released", TaskGroup("x", TaskPrefix("x")),
+                       validate=False)
+        ts.annotations = {P.ANN_MEMORY: 1000, P.ANN_TILEABLE: "t"}
+        return types.SimpleNamespace(
+            tasks={"x": ts}, resources={P.RESOURCE: {"w": 4000}},
+            workers={"w": types.SimpleNamespace(nthreads=2, nanny=None, name="w", pid=1, memory_limit=0)},
+            handlers={}, stream_handlers={}, allowed_failures=3, log_event=lambda *a: None), ts
+
+    s, ts = stand_in()
+    q = Quota(s)
+    q.update_graph({P.ANN_MEMORY: {"x": 1000}})
+    assert DI.resource_restriction(ts, P.RESOURCE) == 1000 == ts.resource_restrictions[P.RESOURCE]
+    q.observe("t", 3000)
+    assert DI.resource_restriction(ts, P.RESOURCE) == min(int(3000 * q.margin), 4000)
+
+    features = _fail_contact(monkeypatch, "restrictions")
+    assert "quota" in features
+    s, ts = stand_in()
+    plugin = MarsSchedulerPlugin(install_worker_plugin=False)
+    with dask.config.set({"mars-dask.failover.enabled": False}):
+        asyncio.run(plugin.start(s))
+    assert not DI.enabled("quota") and not DI.enabled("restart-recovery")
+    assert plugin.quota.enabled is False and s.allowed_failures == 3
+    plugin.update_graph(s, annotations={P.ANN_MEMORY: {"x": 1000}}, tasks=["x"])
+    assert ts.resource_restrictions is None

@@ -42,9 +42,9 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from dask._task_spec import Task
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from .. import _dask_internals as DI
 from .._safe_files import Authenticator, private_dir
 from ..errors import DataIntegrityError, MarsDaskError, StoreCorruptError
 from ..spill import _files
@@ -110,12 +110,13 @@ def load_checkpoint(path: str, key):
     return decode(header["kind"], header["meta"], buf, offset, size)
 
 
-def loader_task(key, path: str) -> Task:
-    return Task(key, load_checkpoint, path, key)
+def loader_task(key, path: str):
+    """The recipe of a checkpointed key: ``load_checkpoint(path, key)`` (a dask Task)."""
+    return DI.make_task(key, load_checkpoint, path, key)
 
 
-def is_loader(run_spec) -> bool:
-    return isinstance(run_spec, Task) and run_spec.func is load_checkpoint
+def is_loader(spec) -> bool:
+    return DI.is_task_calling(spec, load_checkpoint)
 
 
 class MarsCheckpointPlugin(WorkerPlugin):
@@ -134,7 +135,7 @@ class MarsCheckpointPlugin(WorkerPlugin):
     def setup(self, worker):
         self.worker = worker
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mars-checkpoint")
-        worker.handlers["mars_checkpoint"] = self._checkpoint_keys
+        DI.register_handlers(worker, handlers={"mars_checkpoint": self._checkpoint_keys})
 
     def teardown(self, worker):
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -72,13 +72,14 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-import dask.config
 import msgpack
 from dask.utils import parse_timedelta
 from distributed.protocol.pickle import dumps as pickle_dumps
 from distributed.protocol.pickle import loads as pickle_loads
 from tornado.ioloop import PeriodicCallback
 
+from .. import config
+from .. import _dask_internals as DI
 from .._leftovers import hold_failover_dirs
 from .._safe_files import (
     MAC_SIZE,
@@ -104,7 +105,7 @@ _GRAPH_PRELUDE = struct.Struct(f"<8s{MAC_SIZE}sI")  # magic, MAC, length of the 
 
 
 def _cfg(name):
-    return dask.config.get(f"mars-dask.failover.{name}")
+    return config.get(f"failover.{name}")
 
 
 def _address_tag(address: str) -> str:
@@ -199,7 +200,7 @@ class Failover:
         self._unlinking: set = set()
         self._deleted: OrderedDict = OrderedDict()  # the latest deleted (bounded)
         self._unlink_lock = threading.Lock()
-        self.offload = bool(_cfg("offload-lineage"))
+        self.offload = bool(_cfg("offload-lineage")) and DI.enabled("lineage-offload")
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -227,26 +228,25 @@ class Failover:
         self._thread = threading.Thread(target=self._writer, name="mars-journal", daemon=True)
         self._thread.start()
 
-        self._orig_update_graph = s.stream_handlers["update-graph"]
-        s.stream_handlers["update-graph"] = self._update_graph_msg
-        self._orig_find_lost = s._find_lost_dependencies
-        s._find_lost_dependencies = self._find_lost_dependencies  # see the module docstring
-        if _cfg("checkpoint-scattered"):
-            self._orig_update_data = s.update_data
-            s.update_data = self._update_data  # Scheduler.scatter calls self.update_data
-            s.handlers["update_data"] = self._update_data
-        s.stream_handlers[P.OP_CHECKPOINTED] = self.checkpointed
-        s.stream_handlers[P.OP_CHECKPOINT_FAILED] = self.checkpoint_failed
-        s.handlers["mars_failover_stats"] = self.stats
+        # each wrapper only where _dask_internals.check found its contact (else: the feature
+        # is off, named in its one warning)
+        if DI.enabled("failover-journal-restore"):
+            self._orig_update_graph = DI.wrap_update_graph_handler(s, self._update_graph_msg)
+            self._orig_find_lost = DI.wrap_find_lost_dependencies(s, self._lost_dependencies)  # module docstring
+        checkpoints = DI.enabled("failover-checkpoints")
+        if _cfg("checkpoint-scattered") and checkpoints and DI.enabled("failover-scatter-checkpoint"):
+            self._orig_update_data = DI.wrap_update_data(s, self._update_data)
+        DI.register_handlers(s, handlers={"mars_failover_stats": self.stats}, stream_handlers={
+            P.OP_CHECKPOINTED: self.checkpointed, P.OP_CHECKPOINT_FAILED: self.checkpoint_failed})
 
-        kinds = ["checkpoint"] + (["shuffle"] if _cfg("checkpoint-shuffles") else [])
-        await s.register_worker_plugin(
-            comm=None, plugin=pickle_dumps(MarsCheckpointPlugin(self.checkpoint_dir, self.auth, kinds)),
-            name=MarsCheckpointPlugin.name, idempotent=True,
-        )
+        if checkpoints:
+            kinds = ["checkpoint"] + (["shuffle"] if _cfg("checkpoint-shuffles") else [])
+            await DI.add_worker_plugin_from_scheduler(
+                s, pickle_dumps(MarsCheckpointPlugin(self.checkpoint_dir, self.auth, kinds)),
+                MarsCheckpointPlugin.name)
         timeout = _cfg("no-workers-timeout")
         self.no_workers_timeout = parse_timedelta(timeout) if timeout is not None else None
-        if self.no_workers_timeout is not None:
+        if self.no_workers_timeout is not None and DI.enabled("no-workers-timeout"):
             self._pc = PeriodicCallback(self._check_workers, 1000)
             self._pc.start()
 
@@ -307,7 +307,7 @@ class Failover:
     async def _update_graph_msg(self, **msg):
         """The ``update-graph`` stream handler: remember the serialized graph for the
         update_graph hook of this same call (a context variable: calls may interleave)."""
-        token = self._expr.set(msg.get("expr_ser"))
+        token = self._expr.set(DI.update_graph_expr(msg))
         try:
             return await self._orig_update_graph(**msg)
         finally:
@@ -332,7 +332,7 @@ class Failover:
             if expr is None:
                 try:
                     recipe = _dumps(spec)
-                except Exception as e:  # not recoverable from the journal after a restart
+                except Exception as e:  # noqa: BLE001 - any pickling error: not recoverable from the journal after a restart
                     logger.warning("cannot journal %r: %s", key, e)
             entries.append(JournalEntry(key, recipe, deps, prio, tileable, boundary))
         # a key journaled before (its entry names the graph file that has its recipe, or
@@ -351,13 +351,10 @@ class Failover:
             return pickle_loads(entry.recipe)
         dsk = self._graph_cache.get(entry.graph_seq)
         if dsk is None:
-            from distributed.protocol import deserialize
-            from distributed.scheduler import _materialize_graph
-
             path = self._graph_path(entry.graph_seq)
             with open(path, "rb") as f:
                 header, frames = _graph_from(self.auth, entry.graph_seq, f.read(), path, entry.key)
-            dsk, _ = _materialize_graph(deserialize(header, frames), validate=False)
+            dsk = DI.materialize_graph(header, frames)
             self._graph_cache[entry.graph_seq] = dsk
             while len(self._graph_cache) > 2:
                 self._graph_cache.popitem(last=False)
@@ -389,11 +386,11 @@ class Failover:
             if k in recorded:
                 continue
             ts = get(k)
-            if ts is None or ts.run_spec is None:
+            if ts is None or (spec := DI.run_spec(ts)) is None:
                 continue
             recorded.add(k)
             p = ts.priority
-            items.append((k, ts.run_spec, tuple(d.key for d in ts.dependencies),
+            items.append((k, spec, tuple(d.key for d in ts.dependencies),
                           p[0] if p else 0, tiles.get(k), bounds.get(k)))
         if items:
             specs = self._specs
@@ -412,15 +409,16 @@ class Failover:
                 ts = get(k)
                 if ts is None:
                     continue
-                ts.priority = (prio - RECOVERY_BOOST, s.generation, 0)
+                DI.set_priority(ts, DI.priority_in_generation(s, prio - RECOVERY_BOOST))
                 n += 1
             self.counts["restored_keys"] += n
         if self._journal_plan is not None:
             plan, self._journal_plan = self._journal_plan, None
             self._start_plan(plan)
 
-    def _find_lost_dependencies(self, dsk, keys):
-        """Dask's check, after putting the lineage of keys it no longer has into ``dsk``.
+    def _lost_dependencies(self, dsk, keys):
+        """(In place of ``Scheduler._find_lost_dependencies``.) Dask's check, after putting
+        the lineage of keys it no longer has into ``dsk``.
 
         Also (it runs before Dask compares the graph with its tasks): a key whose task
         reads its checkpoint keeps that recipe when a client submits the key's own recipe
@@ -430,8 +428,8 @@ class Failover:
             tasks = self.s.tasks
             for k in self._loading.intersection(dsk):
                 ts = tasks.get(k)
-                if ts is not None and is_loader(ts.run_spec):
-                    dsk[k] = ts.run_spec
+                if ts is not None and is_loader(spec := DI.run_spec(ts)):
+                    dsk[k] = spec
         lost = self._orig_find_lost(dsk, keys)
         if not lost or self.journal is None:
             return lost
@@ -450,7 +448,7 @@ class Failover:
         for e in entries:
             try:
                 spec = self._spec_of(e)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an unreadable recipe: restore fails, reported
                 self.counts["restore_failures"] += 1
                 logger.warning("cannot read the journaled recipe of %r: %s", e.key, exc)
                 self.event("journal-restore-failed", missing=_some(missing), n=len(missing),
@@ -508,7 +506,7 @@ class Failover:
                 self.s.loop.add_callback(self._checkpoints_superseded, superseded)
 
         self._queue.put(write)
-        if ts.state == "memory" or (ts.run_spec is None and ts.state != "processing"):
+        if ts.state == "memory" or (DI.run_spec(ts) is None and ts.state != "processing"):
             self._cut(ts, spec)
         self.event("checkpoint", key=key, nbytes=nbytes, worker=worker)
 
@@ -570,25 +568,19 @@ class Failover:
     def _cut(self, ts, spec) -> None:
         """``ts`` now reads its checkpoint: detach it from its inputs and let Dask forget the
         inputs nothing else needs."""
-        ts.run_spec = spec
+        DI.set_run_spec(ts, spec)
         self._loading.add(ts.key)
         if not ts.priority:  # scattered data never had one; Dask needs it to schedule
-            ts.priority = (0, self.s.generation, 0)
+            DI.set_priority(ts, DI.priority_in_generation(self.s, 0))
         recs = {}
-        for dts in list(ts.dependencies):
-            ts.dependencies.discard(dts)
-            dts.dependents.discard(ts)
-            if dts.waiters:
-                dts.waiters.discard(ts)
-            if ts.waiting_on:
-                ts.waiting_on.discard(dts)
+        for dts in DI.cut_dependencies(ts):
             if not dts.dependents and not dts.who_wants and not dts.waiters:
                 if dts.state == "memory":
                     recs[dts.key] = "released"
                 elif dts.state == "released":
                     recs[dts.key] = "forgotten"
         if recs:
-            self.s.transitions(recs, stimulus_id=f"mars-checkpoint-cut-{time.time()}")
+            DI.run_transitions(self.s, recs, f"mars-checkpoint-cut-{time.time()}")
 
     def _update_data(self, *, who_has, nbytes, client=None):
         """``Scheduler.update_data`` (scatter): learn the data, then have it checkpointed."""
@@ -604,7 +596,7 @@ class Failover:
     async def _checkpoint_on(self, addr, keys) -> None:
         try:
             await self.s.rpc(addr).mars_checkpoint(keys=keys)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a worker that cannot checkpoint: lineage kept, reported
             logger.warning("could not checkpoint scattered data on %s: %s", addr, e)
 
     # -- a scheduler restarted on a journal ----------------------------------------------------
@@ -612,7 +604,7 @@ class Failover:
         """A (re)started worker holds ``keys`` in its store that this scheduler does not
         know, typically after a scheduler restart: register the journaled ones as in memory
         there and keep them for ``rejoin-hold`` so a reconnecting client finds them."""
-        if self.journal is None:
+        if self.journal is None or not DI.enabled("failover-rejoin"):
             return []
         s = self.s
         unknown = [k for k in keys if k not in s.tasks]
@@ -621,8 +613,9 @@ class Failover:
         known = self.journal.journaled(unknown)
         if not known:
             return []
-        update = getattr(self, "_orig_update_data", s.update_data)  # no checkpoint: it is journaled
-        update(who_has={k: [worker] for k in known}, nbytes={}, client=P.HOLD_CLIENT)
+        # not the checkpointing wrapper: it is journaled
+        DI.update_data(s, who_has={k: [worker] for k in known}, nbytes={}, client=P.HOLD_CLIENT,
+                       original=getattr(self, "_orig_update_data", None))
         hold = parse_timedelta(_cfg("rejoin-hold"))
         s.loop.call_later(hold, self._release_hold, known)
         self.counts["rejoined_keys"] += len(known)
@@ -637,14 +630,14 @@ class Failover:
     # -- worker losses and recovery plans ----------------------------------------------------
     def remove_worker_event(self, msg: dict) -> None:
         """Before Dask's transitions for a removed worker (see _restart.py)."""
-        if msg.get("expected"):
+        ev = DI.remove_worker_event_fields(msg)
+        if ev["expected"]:
             return
         self.counts["worker_losses"] += 1
-        lost = list(msg.get("lost-computed-tasks") or ())
-        scattered = list(msg.get("lost-scattered-tasks") or ())
-        self._by_stimulus[msg.get("stimulus_id")] = Plan(msg.get("worker"))
-        self.event("worker-lost", worker=msg.get("worker"), lost=_some(lost), n_lost=len(lost),
-                   lost_scattered=_some(scattered), processing=_some(msg.get("processing-tasks") or ()))
+        lost, scattered = ev["lost"], ev["scattered"]
+        self._by_stimulus[ev["stimulus_id"]] = Plan(ev["worker"])
+        self.event("worker-lost", worker=ev["worker"], lost=_some(lost), n_lost=len(lost),
+                   lost_scattered=_some(scattered), processing=_some(ev["processing"]))
 
     def remove_worker(self, stimulus_id) -> None:
         plan = self._by_stimulus.pop(stimulus_id, None)
@@ -655,7 +648,7 @@ class Failover:
         tasks = self.s.tasks
         plan.pending = {k for k in plan.keys if k in tasks and tasks[k].state not in ("memory", "forgotten", "erred")}
         plan.n = len(plan.keys)
-        loaders = [k for k in plan.keys if k in tasks and is_loader(tasks[k].run_spec)]
+        loaders = [k for k in plan.keys if k in tasks and is_loader(DI.run_spec(tasks[k]))]
         if plan.cause != "journal":
             self.event("recovery-plan", cause=plan.cause, recompute=_some(plan.keys), n=plan.n,
                        from_checkpoint=_some(loaders), n_from_checkpoint=len(loaders))
@@ -695,7 +688,7 @@ class Failover:
                 plan.keys.add(key)
         if finish == "memory" and start == "processing":
             ts = self.s.tasks.get(key)
-            if ts is not None and is_loader(ts.run_spec):
+            if ts is not None and is_loader(DI.run_spec(ts)):
                 self.counts["checkpoint_loads"] += 1
         if self._plan_of and (finish in ("memory", "forgotten", "erred")
                               or (finish == "released" and start != "processing")):
@@ -728,9 +721,7 @@ class Failover:
         seq = self._seq_of.get(key)
         if (seq is not None and not ts.who_wants and not ts.waiters and dependents
                 and all(d.state == "memory" and self._seq_of.get(d.key, -1) > seq for d in dependents)):
-            for d in list(dependents):
-                d.dependencies.discard(ts)
-                dependents.discard(d)
+            for d in DI.detach_dependents(ts):
                 self._cut_keys.add(d.key)
             self._cut_keys.discard(key)
             if not self._to_forget:
@@ -758,7 +749,7 @@ class Failover:
         recs = {k: "forgotten" for k in keys if (ts := tasks.get(k)) is not None and ts.state == "released"
                 and not ts.dependents and not ts.who_wants and not ts.waiters}
         if recs:
-            self.s.transitions(recs, stimulus_id=f"mars-lineage-offload-{time.time()}")
+            DI.run_transitions(self.s, recs, f"mars-lineage-offload-{time.time()}")
 
     def _restore_dependencies(self, ts) -> None:
         """Give ``ts`` (released, still needed) back the dependencies :meth:`_offload` cut,
@@ -773,27 +764,21 @@ class Failover:
         try:
             entries = self.journal.lineage(missing, lambda k: k in s.tasks) if missing else []
             specs = [(e, self._spec_of(e)) for e in entries]
-        except Exception as e:  # LineageIncomplete, an unreadable graph file
+        except Exception as e:  # noqa: BLE001 - LineageIncomplete, an unreadable graph file
             self.counts["restore_failures"] += 1
             logger.warning("cannot restore the lineage of %r from the journal: %s", ts.key, e)
             self.event("journal-restore-failed", missing=_some(missing), n=len(missing))
             return
         restored = []
         for e, spec in specs:
-            dts = s.new_task(e.key, spec, "released")
             prio = e.priority if isinstance(e.priority, int | float) else 0
-            dts.priority = (prio - RECOVERY_BOOST, s.generation, 0)
-            for d in e.dependencies:
-                dts.add_dependency(s.tasks[d])
+            dts = DI.new_released_task(s, e.key, spec, DI.priority_in_generation(s, prio - RECOVERY_BOOST),
+                                       e.dependencies)
             restored.append(dts)
             self._seq_of[e.key] = e.graph_seq
-        spans = s.extensions.get("spans")
-        if spans is not None and restored:  # as update_graph does for the tasks it creates
-            spans.observe_tasks(restored, code=(), span_metadata={})
+        DI.observe_new_tasks(s, restored)  # as update_graph does for the tasks it creates
         for d in entry.dependencies:
-            dts = s.tasks[d]
-            if dts not in ts.dependencies:
-                ts.add_dependency(dts)
+            DI.add_dependency(ts, s.tasks[d])
         if specs:
             self.counts["restored_keys"] += len(specs)
             self.event("lineage-restored", key=ts.key, restored=_some(e.key for e, _ in specs), n=len(specs))
@@ -804,7 +789,7 @@ class Failover:
         if any(ws.status.name == "running" for ws in s.workers.values()):
             self._no_workers_since = None
             return
-        waiting = [ts.key for ts in list(s.unrunnable)] + [ts.key for ts in list(s.queued)]
+        waiting = DI.waiting_for_workers(s)
         if not waiting:
             self._no_workers_since = None
             return
@@ -824,9 +809,7 @@ class Failover:
             ts = s.tasks.get(k)
             if ts is None or ts.state not in ("no-worker", "queued"):
                 continue
-            exc = MarsNoWorkersError(k, waited)
-            recs = s.transition(k, "erred", exception=pickle.dumps(exc), cause=k, stimulus_id=sid)
-            s.transitions(recs, stimulus_id=sid)
+            DI.fail_task(s, k, MarsNoWorkersError(k, waited), sid)
             self.counts["no_worker_failures"] += 1
         self._no_workers_since = None
 
@@ -860,7 +843,7 @@ def _dumps(obj) -> bytes:
     without distributed's error logging: the caller decides what a failure means."""
     try:
         return pickle.dumps(obj, protocol=5)
-    except Exception:
+    except Exception:  # noqa: BLE001 - not picklable by pickle: fall back below
         import cloudpickle
 
         return cloudpickle.dumps(obj, protocol=5)

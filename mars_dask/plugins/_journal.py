@@ -327,7 +327,7 @@ class LineageJournal:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # a cache of the segments: rebuilt if behind
         db.execute("PRAGMA journal_size_limit=16777216")
-        db.execute("PRAGMA cache_size=-8192")  # 8 MiB of pages at most
+        db.execute("PRAGMA cache_size=-2048")  # 2 MiB of pages at most (scheduler memory)
 
     def _disconnect(self) -> None:
         if self._db is not None:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import logging
 
-import dask.config
 
+from .. import config
+from .. import _dask_internals as DI
 from . import _protocol as P
 
 logger = logging.getLogger("mars_dask.plugins")
@@ -38,9 +39,9 @@ _NOT_STARTED = frozenset({"released", "waiting", "no-worker"})
 class Quota:
     def __init__(self, scheduler):
         self.scheduler = scheduler
-        self.enabled = bool(dask.config.get("mars-dask.scheduler.quota-admission", True))
-        self.margin = float(dask.config.get("mars-dask.scheduler.estimate-margin"))
-        self.min_fraction = float(dask.config.get("mars-dask.scheduler.min-estimate-fraction"))
+        self.enabled = bool(config.get("scheduler.quota-admission"))
+        self.margin = float(config.get("scheduler.estimate-margin"))
+        self.min_fraction = float(config.get("scheduler.min-estimate-fraction"))
         self.observed: dict[str, int] = {}  # tileable -> largest measured use
         self.pending: dict[str, set] = {}  # tileable -> keys restricted, not finished
         self.exclusive: set = set()  # keys that must run with the whole quota
@@ -83,9 +84,7 @@ class Quota:
             if not est:
                 return
             need = min(est, quota)
-        rr = dict(ts.resource_restrictions or {})
-        rr[P.RESOURCE] = need
-        ts.resource_restrictions = rr
+        DI.set_resource_restriction(ts, P.RESOURCE, need)
 
     # -- hooks --------------------------------------------------------------------------
     def update_graph(self, annotations: dict) -> None:
@@ -98,7 +97,7 @@ class Quota:
         tasks = self.scheduler.tasks
         for key in mem:
             ts = tasks.get(key)
-            if ts is None or ts.state != "released" or ts.run_spec is None:
+            if ts is None or ts.state != "released" or DI.run_spec(ts) is None:
                 continue
             self.restrict(ts, quota)
             tile = (ts.annotations or {}).get(P.ANN_TILEABLE)
@@ -130,9 +129,9 @@ class Quota:
             ts = tasks.get(key)
             if ts is None or ts.state not in _NOT_STARTED or key in held:
                 continue
-            before = (ts.resource_restrictions or {}).get(P.RESOURCE)
+            before = DI.resource_restriction(ts, P.RESOURCE)
             self.restrict(ts, quota)
             # a task without an estimate (restored from the journal: no annotations) keeps none
-            changed += before != (ts.resource_restrictions or {}).get(P.RESOURCE)
+            changed += before != DI.resource_restriction(ts, P.RESOURCE)
         if changed:
             logger.debug("re-estimated %d chunks of %s from a measured %d bytes", changed, tileable, used)

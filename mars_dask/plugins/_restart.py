@@ -33,13 +33,13 @@ the next, so restrictions set on a task that just became ``waiting`` are those i
 from __future__ import annotations
 
 import logging
-import pickle
 import time
 from dataclasses import dataclass, field
 
-import dask.config
 from dask.utils import parse_timedelta
 
+from .. import config
+from .. import _dask_internals as DI
 from ..errors import MarsOutOfMemoryError
 from . import _protocol as P
 
@@ -79,13 +79,14 @@ class Recovery:
     def __init__(self, scheduler, quota):
         self.s = scheduler
         self.quota = quota
-        self.grace = parse_timedelta(dask.config.get("mars-dask.scheduler.restart-grace"))
-        self.report_timeout = parse_timedelta(dask.config.get("mars-dask.scheduler.death-report-timeout"))
-        self.oom_fraction = float(dask.config.get("mars-dask.scheduler.oom-rss-fraction"))
-        af = dask.config.get("mars-dask.scheduler.allowed-failures")
-        self.allowed_failures = int(af if af is not None else scheduler.allowed_failures)
-        # Dask's KilledWorker verdict in remove_worker runs before any hook; we decide
-        scheduler.allowed_failures = 2**31
+        self.grace = parse_timedelta(config.get("scheduler.restart-grace"))
+        self.report_timeout = parse_timedelta(config.get("scheduler.death-report-timeout"))
+        self.oom_fraction = float(config.get("scheduler.oom-rss-fraction"))
+        af = config.get("scheduler.allowed-failures")
+        self.allowed_failures = int(af if af is not None else DI.allowed_failures(scheduler))
+        if DI.enabled("restart-recovery"):  # else deaths are left to Dask (_dask_internals.check)
+            # Dask's KilledWorker verdict in remove_worker runs before any hook; we decide
+            DI.take_over_allowed_failures(scheduler)
         self.workers: dict[str, dict] = {}  # address -> {"persistent", "closing", "tracked"}
         self.executing: dict[str, set] = {}  # address -> keys executing there
         self.executing_on: dict = {}  # key -> address
@@ -145,44 +146,29 @@ class Recovery:
                     continue
                 start = ts.state
                 if start == "no-worker":
-                    self.s.unrunnable.pop(ts, None)
+                    DI.forget_unrunnable(self.s, ts)
                 # Inputs not in memory (held, or released long ago) are not needed: the
                 # value is back. Dask's processing state insists on inputs in memory, so
                 # they are detached until the key leaves processing (see transition);
                 # once nothing waits for them they are released instead of recomputed.
                 missing = [dts for dts in ts.dependencies if not dts.who_has]
-                for dts in missing:
-                    ts.dependencies.discard(dts)
-                    dts.dependents.discard(ts)
-                    if dts.waiters:
-                        dts.waiters.discard(ts)
-                ts.waiting_on = set()
+                DI.detach_dependencies(ts, missing)
                 if missing:
                     self._detached[k] = missing
-                ts.worker_restrictions = {ws.address}
-                ts.host_restrictions = None
-                ts.resource_restrictions = None
-                ts.loose_restrictions = False
+                DI.hold_to_worker(self.s, ts, ws.address, only=True)
                 d.restart_keys.discard(k)
                 # restrictions come back when the key reaches memory (see transition)
                 self._adopting_saved[k] = d.saved.pop(k)
                 # Scheduler.decide_worker insists on inputs in memory, which an adopted
                 # result does not need: put it in processing on ws directly, as
                 # _transition_waiting_processing would, and tell the plugins.
-                r, cmsgs, wmsgs = self.s._add_to_processing(ts, ws, stimulus_id=sid)
-                self.s.send_all(cmsgs, wmsgs)
-                recs.update(r)
-                for plugin in list(self.s.plugins.values()):
-                    try:
-                        plugin.transition(k, start, "processing", stimulus_id=sid)
-                    except Exception:  # pragma: no cover
-                        logger.exception("plugin failed on an adoption transition")
+                recs.update(DI.add_to_processing(self.s, ts, ws, start, sid))
                 n += 1
             d.adopting.clear()
             logger.info("adopted %d results of the restarted worker %s (was %s)", n, ws.address, d.address)
         self.counts["adopted"] += n
         if recs:
-            self.s.transitions(recs, stimulus_id=sid)
+            DI.run_transitions(self.s, recs, sid)
         for d in list(self.deaths.get(self._ident(ws), ())):
             self._end_restart(d)
 
@@ -214,21 +200,22 @@ class Recovery:
 
     # -- a death ------------------------------------------------------------------------
     def remove_worker_event(self, msg: dict) -> None:
-        addr = msg.get("worker")
+        ev = DI.remove_worker_event_fields(msg)
+        addr = ev["worker"]
         info = self.workers.pop(addr, None) or {}
         executing = self.executing.pop(addr, set())
         for k in executing:
             self.executing_on.pop(k, None)
-        if msg.get("expected"):
+        if ev["expected"]:
             return
         tracked = bool(info.get("tracked"))
-        processing = set(msg.get("processing-tasks") or ())
+        processing = set(ev["processing"])
         d = Death(
             address=addr,
             ident=info.get("ident") or addr,
             name=info.get("name"),
             pid=info.get("pid") or 0,
-            stimulus_id=msg.get("stimulus_id"),
+            stimulus_id=ev["stimulus_id"],
             memory_limit=info.get("memory_limit") or 0,
             processing=processing,
             # untracked, or the start messages were lost (a process killed right after it
@@ -250,9 +237,7 @@ class Recovery:
                 ts = self.s.tasks.get(key)
                 missing = self._detached.pop(key)
                 if ts is not None:
-                    for dts in missing:
-                        ts.dependencies.add(dts)
-                        dts.dependents.add(ts)
+                    DI.attach_dependencies(ts, missing)
         if key in self._adopting_saved and (start == "processing" or finish in ("memory", "forgotten", "erred")):
             # an adopted key done, or lost again (its new process died before answering):
             # its restrictions come back before anything holds it for another restart, or it
@@ -319,7 +304,7 @@ class Recovery:
                 logger.info("the nanny %s of dead worker %s is gone too (%s): recomputing now",
                             nanny, d.address, type(e).__name__)
                 self._end_restart(d)
-        except Exception:  # noqa: BLE001 - alive but odd: keep waiting for the grace period
+        except Exception:  # noqa: BLE001, S110 - alive but odd: keep waiting for the grace period
             pass
 
     def worker_exit(self, report: dict) -> None:
@@ -444,19 +429,18 @@ class Recovery:
             # restrictions back): saving the hold as "its restrictions" would leave the key
             # restricted to a dead process for good
             return
-        wr = ts.worker_restrictions
+        wr, hr, rr, loose = DI.get_restrictions(ts)
         if wr and any(str(r).startswith(P.HOLD_PREFIX) for r in wr):
             # a hold nobody owns any more: never the key's own restrictions. The holds'
             # bookkeeping should make this impossible; say so if it happens
             logger.warning("%s carries a stale hold %s: dropping it", ts.key, sorted(map(str, wr)))
             wr = None
-        d.saved[ts.key] = (wr, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions)
-        ts.worker_restrictions = {P.HOLD_PREFIX + d.ident}
-        ts.loose_restrictions = False
+        d.saved[ts.key] = (wr, hr, rr, loose)
+        DI.hold_to_worker(self.s, ts, P.HOLD_PREFIX + d.ident)
 
     @staticmethod
     def _restore(ts, saved) -> None:
-        ts.worker_restrictions, ts.host_restrictions, ts.resource_restrictions, ts.loose_restrictions = saved
+        DI.put_restrictions(ts, saved)
 
     def _release(self, d: Death, keys) -> int:
         """Give ``keys`` their restrictions back and schedule those still needed; the others
@@ -479,7 +463,7 @@ class Recovery:
             elif ts.state == "no-worker":
                 recs[k] = "processing"
         if recs:
-            self.s.transitions(recs, stimulus_id=f"mars-release-{time.time()}")
+            DI.run_transitions(self.s, recs, f"mars-release-{time.time()}")
         return sum(1 for k in keys if (ts := self.s.tasks.get(k)) is not None and ts.state not in ("released", "forgotten", "memory"))
 
     @staticmethod
@@ -517,8 +501,7 @@ class Recovery:
                 continue
             for d in self._deaths_holding(k):
                 d.saved.pop(k, None)
-            recs = self.s.transition(k, "erred", exception=pickle.dumps(exc), cause=k, stimulus_id=sid)
-            self.s.transitions(recs, stimulus_id=sid)
+            DI.fail_task(self.s, k, exc, sid)
 
     def _deaths_holding(self, k):
         for lst in self.deaths.values():
@@ -529,10 +512,8 @@ class Recovery:
     def _boost(self, ts) -> None:
         p = ts.priority
         if p and p[0] > -RECOVERY_BOOST // 2:
-            ts.priority = (p[0] - RECOVERY_BOOST, *p[1:])
+            DI.set_priority(ts, (p[0] - RECOVERY_BOOST, *p[1:]))
 
     @staticmethod
     def _unsuspect(ts) -> None:
-        if ts.suspicious > 0:
-            ts.suspicious -= 1
-            ts.prefix.suspicious = max(0, ts.prefix.suspicious - 1)
+        DI.unsuspect(ts)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 
-import dask.config
 from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.protocol.pickle import dumps
 
+from .. import config
 from .. import _dask_internals as DI
 from . import _protocol as P
 from ._failover import Failover
@@ -41,7 +41,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         self.recovery = Recovery(scheduler, self.quota)
         self.failover = None
         self.impure = ImpureRuns()
-        if dask.config.get("mars-dask.failover.enabled", True):
+        if config.get("failover.enabled"):
             self.failover = Failover(scheduler)
             self.recovery.failover = self.failover
         DI.register_handlers(scheduler, handlers={
@@ -89,7 +89,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         if DI.is_remove_worker_event(topic, msg):
             if DI.enabled("restart-recovery"):
                 self.recovery.remove_worker_event(msg)
-            if self.failover is not None:
+            if self.failover is not None and DI.enabled("failover-recovery-plans"):
                 self.failover.remove_worker_event(msg)
 
     def add_worker(self, scheduler, worker):
