@@ -119,7 +119,7 @@ class FromDaskFrame(DataFrameOperand):
         self.coll = coll
 
     def tile(self):
-        from dask._task_spec import DataNode, convert_legacy_graph
+        from .._dask_internals import DataNode, convert_legacy_graph
 
         coll = self.coll
         dsk = convert_legacy_graph(dict(coll.__dask_graph__()))

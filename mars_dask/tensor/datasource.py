@@ -481,7 +481,7 @@ class FromDask(TensorOperand):
         self.darr = darr
 
     def tile(self):
-        from dask._task_spec import convert_legacy_graph
+        from .._dask_internals import convert_legacy_graph
 
         darr = self.darr
         nsplits = darr.chunks
@@ -532,7 +532,7 @@ def to_dask(t: Tensor):
     t._ensure_tiled()
     if any(math.isnan(s) for ss in t.nsplits for s in ss):
         raise ValueError("to_dask needs known chunk sizes; execute() the tensor first")
-    from dask._task_spec import Task, TaskRef
+    from .._dask_internals import Task, TaskRef
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     graph = t.__dask_graph__()

@@ -34,7 +34,7 @@ import time
 import weakref
 from typing import Iterable, Sequence
 
-from dask._task_spec import Task, TaskRef, parse_input
+from .._dask_internals import Task, TaskRef, parse_input
 from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
 
 from .core import Chunk
