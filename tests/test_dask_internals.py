@@ -71,6 +71,8 @@ def test_worker_plugin_skips_a_disabled_feature_without_raising(monkeypatch):
 
     class Store:
         read_ahead = 2
+        reads_ahead = True
+        on_disk = True
 
         def prefetch(self, keys):  # pragma: no cover - must not be reached
             raise AssertionError("read-ahead ran")

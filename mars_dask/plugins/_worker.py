@@ -315,8 +315,8 @@ class MarsWorkerPlugin(WorkerPlugin):
         worker state's ``ready`` and ``constrained`` heaps (what ``WorkerState`` runs next;
         private: HeapSet.peekn)."""
         store = self._store()
-        if store is None or store.read_ahead <= 0:
-            return
+        if store is None or not store.reads_ahead or not store.on_disk:
+            return  # nothing on disk (the common case): not even a look at the heaps
         if not DI.enabled("store-read-ahead"):
             return
         keys = [d.key for ts in DI.next_ready_tasks(self.st.worker, store.read_ahead)

@@ -291,6 +291,7 @@ class MarsStore(MutableMapping):
         ahead = _cfg("read-ahead") if read_ahead is _UNSET else read_ahead
         self.read_ahead = max(0, int(2 if ahead is None else ahead))
         self._ahead: dict = {}  # key -> (entry, future of its verified buffer)
+        self._maybe_disk = False  # a disk-tier file was written or found (never reset)
         self._ahead_next: list | None = None  # the latest prefetch() list, not yet considered
         self._ahead_mutex = threading.Lock()
         self._ahead_draining = False
@@ -629,6 +630,19 @@ class MarsStore(MutableMapping):
             self._unlink(entry)
 
     # -- read ahead ---------------------------------------------------------------------
+    @property
+    def reads_ahead(self) -> bool:
+        """Read-ahead is on: ``read_ahead > 0`` and memory-mapped reads (direct reads land
+        in private buffers: reading ahead would hold one more per file, and fresh memory
+        costs page faults as slow as the disk here, 0.6-0.8x in bench_spill; their check
+        runs on every core right after the read instead)."""
+        return self.read_ahead > 0 and self.read_mode != "direct"
+
+    @property
+    def on_disk(self) -> bool:
+        """Whether this store ever had a value on its disk tier (cheap, conservative: the
+        worker plugin skips read-ahead entirely until then)."""
+        return self._maybe_disk
     def prefetch(self, keys) -> None:
         """Read and check the disk files of ``keys`` (the inputs of the next tasks, in the
         order they will run) in the background, at most ``read_ahead`` files read and not
@@ -640,11 +654,12 @@ class MarsStore(MutableMapping):
         for the store's lock. Keys held in memory, not on disk or already read ahead are
         skipped. A file that fails its check here is simply read again by the task, which
         then gets the error."""
-        if self._closed or self.read_ahead <= 0 or self.read_mode == "direct":
-            # direct reads land in private buffers: reading ahead would hold one more per
-            # file (fresh memory costs page faults as slow as the disk here, measured 0.6-0.8x
-            # in bench_spill); their check runs on every core right after the read instead
+        if self._closed or not self.reads_ahead:
             return
+        entries = self._entries  # (reads of a dict are atomic; the thread re-checks under the lock)
+        keys = [k for k in keys if (e := entries.get(k)) is not None and e.tier == "disk"]
+        if not keys:
+            return  # inputs in memory (the common case): no thread woken, no lock taken
         with self._ahead_mutex:
             self._ahead_next = list(keys)[:64]
             if self._ahead_draining:
@@ -820,6 +835,8 @@ class MarsStore(MutableMapping):
 
     def _write(self, path, header, write_payload, tier, compress, publish=True) -> tuple[str | None, int]:
         """``(temporary path, or None once renamed to path; file size)``."""
+        if tier == "disk":
+            self._maybe_disk = True
         def payload(sink):
             if compress:
                 z = Lz4Sink(sink)
@@ -977,3 +994,4 @@ class MarsStore(MutableMapping):
                 if prev is not None:  # shm is scanned first: keep the disk copy
                     os.unlink(prev.path)
                 self._orphans[key] = _Entry(key, tier, path, header, offset, size, header["nbytes"])
+                self._maybe_disk = self._maybe_disk or tier == "disk"
