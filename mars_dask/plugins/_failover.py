@@ -423,13 +423,25 @@ class Failover:
         Also (it runs before Dask compares the graph with its tasks): a key whose task
         reads its checkpoint keeps that recipe when a client submits the key's own recipe
         again (the same expression built again), so one key has one recipe on the
-        scheduler and its cut lineage is not pulled back in."""
+        scheduler and its cut lineage is not pulled back in. And a key in memory whose
+        inputs :meth:`_offload` cut and forgot, submitted again with the same recipe, is
+        referred to by name (as a persisted Future would be): Dask compares the recipe's
+        dependencies with the edges its task still has and would warn about a second recipe
+        where there is one."""
         if self._loading:
             tasks = self.s.tasks
             for k in self._loading.intersection(dsk):
                 ts = tasks.get(k)
                 if ts is not None and is_loader(spec := DI.run_spec(ts)):
                     dsk[k] = spec
+        if self._cut_keys:
+            tasks = self.s.tasks
+            cut = self._cut_keys
+            for k in [k for k in cut if k in dsk] if len(cut) < len(dsk) else [k for k in dsk if k in cut]:
+                ts = tasks.get(k)
+                if (ts is not None and ts.state == "memory" and (spec := DI.run_spec(ts)) is not None
+                        and spec.dependencies == dsk[k].dependencies):
+                    del dsk[k]
         lost = self._orig_find_lost(dsk, keys)
         if not lost or self.journal is None:
             return lost
