@@ -208,12 +208,41 @@ def payload_checksum(payload, lanes: int | None = None) -> int:
     return _xxh3(b"".join(_TOP.pack(d) for d in digests))
 
 
-def verify(buf, *, path: str, key=None, auth=None, lanes: int | None = None) -> tuple[dict, int, int]:
+def _streamed_checksum(payload, offset: int, ready) -> int:
+    """:func:`payload_checksum` of a payload at ``offset`` of a buffer still being read,
+    block by block as ``ready`` says they have arrived (one thread: it keeps up with a disk)."""
+    n = max(1, -(-len(payload) // BLOCK))
+    digests = []
+    for i in range(n):
+        end = min(len(payload), (i + 1) * BLOCK)
+        ready(offset + end)
+        digests.append(_TOP.pack(_xxh3(payload[i * BLOCK:end])))
+    return _xxh3(b"".join(digests))
+
+
+def verify(buf, *, path: str, key=None, auth=None, lanes: int | None = None,
+           ready=None) -> tuple[dict, int, int]:
     """Check a whole file's bytes (``buf``: its memory map or a buffer read from it):
     header, payload length, checksum, with ``auth`` its MAC, with ``key`` that it is that
     key's file (``lanes``: see :func:`payload_checksum`). Returns ``(header, payload offset,
     payload size)``; raises
-    :class:`DataIntegrityError` naming key and file."""
+    :class:`DataIntegrityError` naming key and file.
+
+    ``ready(n)``: ``buf`` is still being filled (:func:`read_file_direct`); the call
+    returns once its first ``n`` bytes are there, and each block is hashed as soon as it
+    has arrived, so that the check overlaps the read instead of following it."""
+    if ready is not None:
+        wait = ready
+
+        def ready(n):
+            try:
+                wait(n)
+            except StoreCorruptError as e:
+                raise DataIntegrityError(key, path, str(e)) from None
+
+        ready(min(len(buf), _PRELUDE.size))
+        if len(buf) >= _PRELUDE.size:
+            ready(min(len(buf), _PRELUDE.size + _PRELUDE.unpack_from(buf, 0)[1]))
     try:
         header, offset, (size, digest, mac, packed, magic) = _parse(buf, path)
     except StoreCorruptError as e:
@@ -223,6 +252,9 @@ def verify(buf, *, path: str, key=None, auth=None, lanes: int | None = None) -> 
     if len(buf) < offset + size:
         raise DataIntegrityError(key, path, f"truncated: {len(buf)} bytes, expected {offset + size}")
     payload = memoryview(buf)[offset:offset + size]
+    if ready is not None and (auth is not None or magic == _MAGIC_V2):
+        ready(offset + size)  # whole-payload digests: nothing to overlap
+        ready = None
     try:
         if auth is not None and not auth.verify(mac, packed, payload):
             raise DataIntegrityError(key, path, "authentication failed (not written by this cluster, "
@@ -231,6 +263,8 @@ def verify(buf, *, path: str, key=None, auth=None, lanes: int | None = None) -> 
             h = new_checksum()
             h.update(payload)
             good = h.intdigest() == digest
+        elif ready is not None:
+            good = _streamed_checksum(payload, offset, ready) == digest
         else:
             good = payload_checksum(payload, lanes) == digest
         if not good:
@@ -708,24 +742,73 @@ def _pread_all(fd: int, view, offset: int) -> int:
     return got
 
 
-def _pread_pieces(fd: int, mv, pieces: list) -> list[int]:
-    """Read the ``(start, end)`` pieces in order; stops at the first short one."""
+def _pread_pieces(fd: int, mv, pieces: list, filled: _Filled | None = None) -> list[int]:
+    """Read the ``(index, (start, end))`` pieces in order; stops at the first short one.
+    Reports each piece to ``filled``."""
     got = []
-    for a, b in pieces:
-        got.append(_pread_all(fd, mv[a:b], a))
-        if got[-1] < b - a:
-            break
+    try:
+        for i, (a, b) in pieces:
+            got.append(_pread_all(fd, mv[a:b], a))
+            if filled is not None:
+                filled.piece_read(i, got[-1])
+            if got[-1] < b - a:
+                break
+    finally:
+        if filled is not None:
+            filled.lane_ended()
     return got
 
 
-def read_file_direct(path: str, chunk: int, *, depth: int = 1, pool: ReadPool | None = None):
+class _Filled:
+    """How much of a buffer that several threads read piece by piece is there, from its
+    start: :meth:`wait` blocks until the first ``n`` bytes are (or the reading stopped)."""
+
+    def __init__(self, pieces: list, lanes: int, size: int):
+        self._pieces = pieces
+        self._size = size
+        self._done = [False] * len(pieces)
+        self._ends = [min(b, size) for _, b in pieces]
+        self._next = 0
+        self._prefix = 0
+        self._lanes = lanes
+        self._cond = threading.Condition()
+
+    def piece_read(self, i: int, n: int) -> None:
+        """Piece ``i`` got ``n`` bytes (complete if they reach its end or the file's)."""
+        a, b = self._pieces[i]
+        if n < min(b, self._size) - a:
+            return
+        with self._cond:
+            self._done[i] = True
+            while self._next < len(self._done) and self._done[self._next]:
+                self._prefix = self._ends[self._next]
+                self._next += 1
+            self._cond.notify_all()
+
+    def lane_ended(self) -> None:
+        with self._cond:
+            self._lanes -= 1
+            self._cond.notify_all()
+
+    def wait(self, n: int) -> None:
+        with self._cond:
+            while self._prefix < n and self._lanes > 0:
+                self._cond.wait()
+            if self._prefix < n:  # a lane stopped short (the file ends early) or failed
+                raise StoreCorruptError(f"short read ({self._prefix} bytes there, {n} needed)")
+
+
+def read_file_direct(path: str, chunk: int, *, depth: int = 1, pool: ReadPool | None = None,
+                     check=None):
     """Read a whole file into a private aligned buffer, with O_DIRECT where supported (no
     page-cache copy or pollution). The buffer is padded to 4 KiB; the caller slices it by
     the header.
 
     The file is read in requests of ``chunk`` bytes, ``depth`` of them in flight (I/O
     threads, each reading every ``depth``-th request). ``pool``: take the buffer from a
-    :class:`ReadPool` (returns one of its uint8 slabs) instead of a fresh ``mmap``."""
+    :class:`ReadPool` (returns one of its uint8 slabs) instead of a fresh ``mmap``.
+    ``check(buf, ready)`` runs in the calling thread while the I/O threads read (see
+    :func:`verify`'s ``ready``): the checksum overlaps the read."""
     fd = -1
     if hasattr(os, "O_DIRECT"):
         try:
@@ -743,15 +826,27 @@ def read_file_direct(path: str, chunk: int, *, depth: int = 1, pool: ReadPool | 
             end, step = round_up(size), round_up(max(chunk, ALIGN))
             pieces = [(o, min(end, o + step)) for o in range(0, end, step)]
             lanes = max(1, min(int(depth), len(pieces)))
-            if lanes == 1:
-                done = {0: _pread_pieces(fd, mv, pieces)}
+            indexed = list(enumerate(pieces))
+            if check is not None:
+                filled = _Filled(pieces, lanes, size)
+                ex = _executor()
+                futs = []
+                try:
+                    for lane in range(lanes):
+                        futs.append(ex.submit(_pread_pieces, fd, mv, indexed[lane::lanes], filled))
+                    check(buf, filled.wait)
+                finally:
+                    _wait_all(futs)  # nothing may still write into buf or use fd
+                done = {lane: f.result() for lane, f in enumerate(futs)}
+            elif lanes == 1:
+                done = {0: _pread_pieces(fd, mv, indexed)}
             else:
                 ex = _executor()
                 futs = []
                 try:
                     for lane in range(1, lanes):
-                        futs.append(ex.submit(_pread_pieces, fd, mv, pieces[lane::lanes]))
-                    first = _pread_pieces(fd, mv, pieces[0::lanes])
+                        futs.append(ex.submit(_pread_pieces, fd, mv, indexed[lane::lanes]))
+                    first = _pread_pieces(fd, mv, indexed[0::lanes])
                 finally:
                     _wait_all(futs)  # nothing may still write into buf or use fd
                 done = {0: first, **{lane: f.result() for lane, f in enumerate(futs, 1)}}

@@ -882,16 +882,19 @@ class MarsStore(MutableMapping):
     def _read_file(self, entry: _Entry, verify: bool | None = None):
         """``entry``'s file in memory (mapped, or read O_DIRECT), checked as :meth:`_load`
         says. Runs without the lock in the read-ahead thread."""
+        check = (entry.tier == "disk" if verify is None else verify) and not entry.verified
+        end = entry.offset + entry.size
         if entry.tier == "disk" and self.read_mode == "direct":
+            def streamed(buf, ready):  # each block hashed as it arrives, overlapping the read
+                _files.verify(memoryview(buf)[:end], path=entry.path, key=entry.key, ready=ready)
+
             buf = _files.read_file_direct(entry.path, self.io_chunk, depth=self.read_depth,
-                                          pool=self.read_pool)
-            lanes = None  # in memory: hashed on every core
+                                          pool=self.read_pool, check=streamed if check else None)
         else:
             buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
-            lanes = 1  # mapped: one pass in file order keeps the kernel's read-ahead ahead
-        if (entry.tier == "disk" if verify is None else verify) and not entry.verified:
-            _files.verify(memoryview(buf)[:entry.offset + entry.size], path=entry.path,
-                          key=entry.key, lanes=lanes)
+            if check:  # mapped: one pass in file order keeps the kernel's read-ahead ahead
+                _files.verify(memoryview(buf)[:end], path=entry.path, key=entry.key, lanes=1)
+        if check:
             entry.verified = True
         return buf
 

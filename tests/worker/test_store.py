@@ -530,6 +530,43 @@ def test_read_file_direct_parallel_and_truncated_file(tmp_path):
     np.testing.assert_array_equal(np.frombuffer(buf, np.uint8, MiB + 3, offset), data[:MiB + 3])
 
 
+def test_read_file_direct_checks_while_it_reads(tmp_path):
+    """read_file_direct(check=...) hashes each block as its pieces arrive (verify's
+    ``ready``): any depth and request size gives the same verdict as the check after the
+    read; a flipped payload byte or a truncated file is a DataIntegrityError naming the file,
+    never a hang or a wrong buffer."""
+    from mars_dask.errors import DataIntegrityError
+    from mars_dask.spill import _files
+
+    data = np.random.default_rng(6).integers(0, 256, 2 * _files.BLOCK + 12345, dtype=np.uint8)
+    path = str(tmp_path / "f.mds")
+    _files.write_file(path, {"size": data.nbytes, "key": "k"}, lambda sink: sink.write(data),
+                      direct=True, chunk=256 * 1024, depth=3)
+    header, offset, size = _files.read_header(path)
+    calls = []
+
+    def check(buf, ready):
+        calls.append(_files.verify(memoryview(buf)[:offset + size], path=path, key="k", ready=ready))
+
+    for depth, chunk in [(1, 4096), (4, 65536), (16, MiB), (3, 3 * MiB + 1)]:
+        buf = _files.read_file_direct(path, chunk, depth=depth, check=check)
+        np.testing.assert_array_equal(np.frombuffer(buf, np.uint8, size, offset), data)
+        assert calls.pop() == (header, offset, size)
+    with open(path, "r+b") as f:
+        f.seek(offset + _files.BLOCK + 17)
+        b = f.read(1)
+        f.seek(offset + _files.BLOCK + 17)
+        f.write(bytes([b[0] ^ 0x40]))
+    with pytest.raises(DataIntegrityError, match="checksum") as e:
+        _files.read_file_direct(path, 65536, depth=4, check=check)
+    assert path in str(e.value)
+    with open(path, "r+b") as f:
+        f.truncate(offset + MiB + 3)
+    for depth in (1, 4):
+        with pytest.raises(DataIntegrityError, match="truncated|short read"):
+            _files.read_file_direct(path, 65536, depth=depth, check=check)
+
+
 def test_read_pool_recycles_only_unused_buffers():
     from mars_dask.spill import _files
 
