@@ -125,6 +125,13 @@ class Recovery:
                     if ts is not None and ts.state in ("no-worker", "waiting"):
                         adopt.append(k)
                         d.adopting.add(k)
+        # The restarted process listed its whole store: what it did not list (results that
+        # were still waiting for their write-behind, or all of them if it has no store) will
+        # not come back, so it is recomputed now rather than after the grace period (an
+        # adoption under way ends the hold in adopted())
+        for d in list(self.deaths.get(self._ident(ws), ())):
+            if not d.restart_over and not d.adopting:
+                self._end_restart(d)
         return {"adopt": adopt}
 
     def adopted(self, worker, keys):
