@@ -17,6 +17,7 @@ from ._impure import HANDLER as IMPURE_HANDLER
 from ._impure import ImpureRuns
 from ._quota import Quota
 from ._restart import Recovery
+from ._trim import TrimAfterForgetting
 
 logger = logging.getLogger("mars_dask.plugins")
 
@@ -41,6 +42,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         self.recovery = Recovery(scheduler, self.quota)
         self.failover = None
         self.impure = ImpureRuns()
+        self.trim = TrimAfterForgetting(scheduler.loop, config.get("scheduler.trim-after-forgotten"))
         if config.get("failover.enabled"):
             self.failover = Failover(scheduler)
             self.recovery.failover = self.failover
@@ -80,6 +82,8 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             tile = (ts.annotations or {}).get(P.ANN_TILEABLE) if ts is not None else None
             if tile is not None:
                 self.quota.task_done(key, tile)
+        if finish == "forgotten":
+            self.trim.forgotten()
         self.recovery.transition(key, start, finish, stimulus_id)
         self.impure.transition(key, finish)
         if self.failover is not None:
@@ -120,4 +124,5 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         is not needed: ``rpc.mars_stats()``)."""
         return {**self.recovery.counts, "exclusive": len(self.quota.exclusive),
                 "observed": dict(self.quota.observed),
+                "malloc_trims": self.trim.trims, "malloc_trim_freed": self.trim.freed,
                 "failover": self.failover.stats() if self.failover is not None else None}

@@ -1,0 +1,81 @@
+"""Give the scheduler's freed memory back to the operating system after a large job.
+
+When a 100,000-chunk job's handles are dropped, the scheduler forgets 200,000 task states;
+Python frees them, but glibc keeps the freed heap for reuse: the scheduler's RSS stayed at
+790 MiB with no task left (baseline ~110 MiB). Dask recommends ``malloc_trim`` for workers
+("Memory not released back to the OS" in distributed's worker-memory docs; nannies also set
+``MALLOC_TRIM_THRESHOLD_`` for their workers); nothing does it for the scheduler. Here it
+runs once a burst of forgetting is over (no key forgotten for ``delay``) and at least
+``mars-dask.scheduler.trim-after-forgotten`` keys were forgotten since the last trim: in
+that run it returned 284 MiB (790 -> 506 MiB). A no-op where libc has no ``malloc_trim``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+
+logger = logging.getLogger("mars_dask.plugins")
+
+_libc = None
+
+
+def malloc_trim() -> bool:
+    """glibc's ``malloc_trim(0)``; False where it does not exist (musl, macOS, Windows)."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _libc = False
+    if not _libc:
+        return False
+    _libc.malloc_trim(0)
+    return True
+
+
+def _rss() -> int:
+    import psutil
+
+    return psutil.Process(os.getpid()).memory_info().rss
+
+
+class TrimAfterForgetting:
+    """Counts forgotten keys (``forgotten()``, from the scheduler plugin's transition hook)
+    and trims once ``threshold`` of them were forgotten and none for ``delay`` seconds.
+    ``threshold`` 0 disables it."""
+
+    def __init__(self, loop, threshold: int, delay: float = 1.0):
+        self.loop = loop
+        self.threshold = threshold
+        self.delay = delay
+        self.count = 0  # forgotten since the last trim
+        self._last = 0  # count when the pending check was scheduled
+        self._pending = False
+        self.trims = 0
+        self.freed = 0  # bytes of RSS the trims gave back
+
+    def forgotten(self) -> None:
+        self.count += 1
+        if self.threshold and self.count >= self.threshold and not self._pending:
+            self._pending = True
+            self._last = self.count
+            self.loop.call_later(self.delay, self._check)
+
+    def _check(self) -> None:
+        if self.count != self._last:  # still forgetting: wait for the burst to end
+            self._last = self.count
+            self.loop.call_later(self.delay, self._check)
+            return
+        self._pending = False
+        n, self.count = self.count, 0
+        before = _rss()
+        if malloc_trim():
+            after = _rss()
+            self.trims += 1
+            self.freed += max(0, before - after)
+            logger.debug("malloc_trim after %d forgotten keys: RSS %.0f -> %.0f MiB",
+                         n, before / 2**20, after / 2**20)
