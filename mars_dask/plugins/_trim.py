@@ -5,9 +5,10 @@ Python frees them, but glibc keeps the freed heap for reuse: the scheduler's RSS
 790 MiB with no task left (baseline ~110 MiB). Dask recommends ``malloc_trim`` for workers
 ("Memory not released back to the OS" in distributed's worker-memory docs; nannies also set
 ``MALLOC_TRIM_THRESHOLD_`` for their workers); nothing does it for the scheduler. Here it
-runs once a burst of forgetting is over (no key forgotten for ``delay``) and at least
-``mars-dask.scheduler.trim-after-forgotten`` keys were forgotten since the last trim: in
-that run it returned 284 MiB (790 -> 506 MiB). A no-op where libc has no ``malloc_trim``.
+runs once a burst of forgetting is over (no key forgotten for ``delay``, or at the latest
+``max_wait`` after it could have run: a long loop forgets a few keys every iteration) and
+at least ``mars-dask.scheduler.trim-after-forgotten`` keys were forgotten since the last
+trim: in that run it returned 284 MiB (790 -> 506 MiB). A no-op where libc has no ``malloc_trim``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import time
 
 logger = logging.getLogger("mars_dask.plugins")
 
@@ -48,10 +50,12 @@ class TrimAfterForgetting:
     and trims once ``threshold`` of them were forgotten and none for ``delay`` seconds.
     ``threshold`` 0 disables it."""
 
-    def __init__(self, loop, threshold: int, delay: float = 1.0):
+    def __init__(self, loop, threshold: int, delay: float = 1.0, max_wait: float = 30.0):
         self.loop = loop
         self.threshold = threshold
         self.delay = delay
+        self.max_wait = max_wait
+        self._since = 0.0
         self.count = 0  # forgotten since the last trim
         self._last = 0  # count when the pending check was scheduled
         self._pending = False
@@ -63,10 +67,12 @@ class TrimAfterForgetting:
         if self.threshold and self.count >= self.threshold and not self._pending:
             self._pending = True
             self._last = self.count
+            self._since = time.monotonic()
             self.loop.call_later(self.delay, self._check)
 
     def _check(self) -> None:
-        if self.count != self._last:  # still forgetting: wait for the burst to end
+        if self.count != self._last and time.monotonic() - self._since < self.max_wait:
+            # still forgetting: wait for the burst to end
             self._last = self.count
             self.loop.call_later(self.delay, self._check)
             return

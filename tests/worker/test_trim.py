@@ -36,6 +36,12 @@ def test_trim_once_after_a_burst_of_forgetting(monkeypatch):
             t.forgotten()
         await asyncio.sleep(0.2)
         assert calls == [1]  # the count starts again after a trim
+        steady = TrimAfterForgetting(loop, threshold=10, delay=0.02, max_wait=0.1)
+        t0 = loop.time()
+        while loop.time() - t0 < 0.5:  # forgetting that never pauses (a long loop)
+            steady.forgotten()
+            await asyncio.sleep(0.005)
+        assert steady.trims >= 2
 
     asyncio.run(main())
 
