@@ -100,6 +100,9 @@ cut_dependencies /                 ``TaskState.dependencies/dependents/waiters/ 
 detach_dependents / add_dependency waiting_on`` edited; ``TaskState.add_dependency``   lineage-offload
 new_released_task                  ``Scheduler.new_task(key, spec, "released")``       lineage-offload
 observe_new_tasks                  spans extension ``observe_tasks``                   lineage-offload
+prune_spans                        spans extension ``spans/root_spans/spans_search_by_ span-pruning
+                                   name/_tag``; ``Span.children/groups/stop``;
+                                   ``TaskGroup.states``
 waiting_for_workers                ``Scheduler.unrunnable`` + ``Scheduler.queued``     no-workers-timeout
 future_cancel_reason               ``Future._state.exception.reason``                  client-reconnect
 scheduler_n_workers                ``Client._scheduler_identity``                      client-reconnect
@@ -113,7 +116,8 @@ wrappers are not installed: a graph needing a forgotten key fails as in Dask),
 failover-checkpoints (no checkpoint worker plugin, nothing cut), failover-scatter-checkpoint
 (``update_data`` not wrapped), failover-rejoin (a restarted scheduler does not register the
 rejoining workers' results), failover-recovery-plans (no recovery plans / ``worker-lost``
-events), lineage-offload (off, as ``mars-dask.failover.offload-lineage: false``),
+events), lineage-offload (off, as ``mars-dask.failover.offload-lineage: false``), span-pruning (Dask's
+spans of finished graphs are kept for the scheduler's life, as in plain Dask),
 no-workers-timeout (waiting work is not failed). ``plugins/_journal.py`` touches nothing of
 distributed (the recipes it stores come from the functions above).
 
@@ -129,6 +133,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import weakref
 
 # dask's task spec, what every graph is built of (relies on: dask._task_spec, private
 # module, same names on 2026.6.0-2026.8.0)
@@ -342,6 +347,23 @@ def _probe_spans():
     return _params(SpansSchedulerExtension.observe_tasks, "tss", "code", "span_metadata")
 
 
+def _probe_span_registry():
+    from distributed.spans import Span, SpansSchedulerExtension
+    init = SpansSchedulerExtension.__init__
+    return (all(_source_has(init, f"self.{a} =") for a in ("spans", "root_spans", "spans_search_by_name",
+                                                           "spans_search_by_tag"))
+            and {"children", "groups"} <= set(Span.__slots__) and isinstance(getattr(Span, "stop", None), property)
+            and _source_has(SpansSchedulerExtension.heartbeat, "self.spans[span_id]")
+            and _probe_task_group_states()
+            and _params(Span.__init__, "name", "id_", "parent", "total_nthreads_history"))
+
+
+def _probe_task_group_states():
+    from distributed.scheduler import TaskGroup, TaskPrefix
+    states = TaskGroup("x", TaskPrefix("x")).states
+    return isinstance(states, dict) and "forgotten" in states and "memory" in states
+
+
 def _probe_waiting_for_workers():
     from distributed.scheduler import SchedulerState
     return (_source_has(SchedulerState, "self.unrunnable") and _source_has(SchedulerState, "self.queued")
@@ -382,6 +404,7 @@ CONTACTS: dict = {
     "cut_dependencies": (_probe_task_edges, ("failover-checkpoints", "lineage-offload"), "scheduler"),
     "new_released_task": (_probe_new_task, ("lineage-offload",), "scheduler"),
     "observe_new_tasks": (_probe_spans, ("lineage-offload",), "scheduler"),
+    "prune_spans": (_probe_span_registry, ("span-pruning",), "scheduler"),
     "waiting_for_workers": (_probe_waiting_for_workers, ("no-workers-timeout",), "scheduler"),
     "future_cancel_reason": (_probe_future_state, ("client-reconnect",), "client"),
     "scheduler_n_workers": (_probe_scheduler_identity, ("client-reconnect",), "client"),
@@ -752,6 +775,65 @@ def observe_new_tasks(scheduler, tss) -> None:
     spans = scheduler.extensions.get("spans")
     if spans is not None and tss:
         spans.observe_tasks(tss, code=(), span_metadata={})
+
+
+_tombs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _pruned_span(ext):
+    tomb = _tombs.get(ext)
+    if tomb is None:
+        from distributed.spans import Span
+
+        tomb = _tombs[ext] = Span(("mars-dask-pruned",), "mars-dask-pruned", None,
+                                  ext.scheduler.total_nthreads_history)
+    return tomb
+
+
+def prune_spans(scheduler, keep: int, min_age: float) -> int:
+    """Forget the span trees of finished graphs, all but the newest ``keep`` root spans:
+    those whose task groups hold no task any more (all forgotten) and that stopped more than ``min_age``
+    seconds ago (a worker's heartbeat may still report metrics for a span it ran; Dask
+    looks the span up by id). Dask keeps every span, and through it every TaskGroup, for
+    the scheduler's life: one per graph submitted without a span, so a loop of small
+    ``execute()`` calls grew the scheduler by ~5 KiB per call. Returns how many spans went.
+    Relies on the spans extension's ``spans``, ``root_spans``, ``spans_search_by_name``,
+    ``spans_search_by_tag``, ``Span.children/groups/stop`` and ``TaskGroup.states``, and
+    the ``Span(name, id_, parent, total_nthreads_history)`` constructor (2026.6.0-2026.8.0)."""
+    ext = scheduler.extensions.get("spans")
+    if ext is None or len(ext.root_spans) <= keep:
+        return 0
+    from time import time
+
+    roots = ext.root_spans
+    old, newest = roots[:len(roots) - keep], roots[len(roots) - keep:]
+    now = time()
+    drop: set = set()
+    kept = []
+    for sp in old:
+        tree = list(sp.traverse_spans())
+        if (not any(n for t in tree for tg in t.groups for st, n in tg.states.items() if st != "forgotten")
+                and now - sp.stop > min_age):
+            drop.update(t.id for t in tree)
+        else:
+            kept.append(sp)
+    if not drop:
+        return 0
+    roots[:] = kept + newest
+    # Each id stays, mapped to one shared stand-in span outside every index: a late
+    # heartbeat (a worker cut off for longer than min_age) adds its metrics there instead of
+    # failing on a missing id (which stalls that worker's heartbeats). ~120 bytes a graph.
+    tomb = _pruned_span(ext)
+    for i in drop:
+        ext.spans[i] = tomb
+    for index in (ext.spans_search_by_name, ext.spans_search_by_tag):
+        for k in list(index):
+            left = [t for t in index[k] if t.id not in drop]
+            if left:
+                index[k][:] = left
+            else:
+                del index[k]
+    return len(drop)
 
 
 def waiting_for_workers(scheduler) -> list:

@@ -263,7 +263,7 @@ def test_quota_restrictions_go_through_the_restriction_contact(monkeypatch):
         return types.SimpleNamespace(
             tasks={"x": ts}, resources={P.RESOURCE: {"w": 4000}},
             workers={"w": types.SimpleNamespace(nthreads=2, nanny=None, name="w", pid=1, memory_limit=0)},
-            handlers={}, stream_handlers={}, allowed_failures=3, log_event=lambda *a: None), ts
+            handlers={}, stream_handlers={}, allowed_failures=3, log_event=lambda *a: None, loop=None), ts
 
     s, ts = stand_in()
     q = Quota(s)

@@ -42,7 +42,10 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         self.recovery = Recovery(scheduler, self.quota)
         self.failover = None
         self.impure = ImpureRuns()
-        self.trim = TrimAfterForgetting(scheduler.loop, config.get("scheduler.trim-after-forgotten"))
+        keep = config.get("scheduler.finished-spans-kept")
+        self.trim = TrimAfterForgetting(
+            scheduler.loop, config.get("scheduler.trim-after-forgotten"),
+            prune=lambda: DI.prune_spans(scheduler, keep, 60.0) if DI.enabled("span-pruning") else 0)
         if config.get("failover.enabled"):
             self.failover = Failover(scheduler)
             self.recovery.failover = self.failover
@@ -125,4 +128,5 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         return {**self.recovery.counts, "exclusive": len(self.quota.exclusive),
                 "observed": dict(self.quota.observed),
                 "malloc_trims": self.trim.trims, "malloc_trim_freed": self.trim.freed,
+                "spans_pruned": self.trim.pruned,
                 "failover": self.failover.stats() if self.failover is not None else None}

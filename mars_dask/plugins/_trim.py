@@ -9,6 +9,10 @@ runs once a burst of forgetting is over (no key forgotten for ``delay``, or at t
 ``max_wait`` after it could have run: a long loop forgets a few keys every iteration) and
 at least ``mars-dask.scheduler.trim-after-forgotten`` keys were forgotten since the last
 trim: in that run it returned 284 MiB (790 -> 506 MiB). A no-op where libc has no ``malloc_trim``.
+
+First the scheduler plugin's ``prune`` runs: Dask keeps a span (with its TaskGroups) for
+every graph submitted, for ever; the spans of finished graphs beyond the newest
+``mars-dask.scheduler.finished-spans-kept`` are forgotten (``_dask_internals.prune_spans``).
 """
 
 from __future__ import annotations
@@ -50,8 +54,9 @@ class TrimAfterForgetting:
     and trims once ``threshold`` of them were forgotten and none for ``delay`` seconds.
     ``threshold`` 0 disables it."""
 
-    def __init__(self, loop, threshold: int, delay: float = 1.0, max_wait: float = 30.0):
+    def __init__(self, loop, threshold: int, delay: float = 1.0, max_wait: float = 30.0, prune=None):
         self.loop = loop
+        self.prune = prune  # called first: drops what else the forgotten keys leave behind
         self.threshold = threshold
         self.delay = delay
         self.max_wait = max_wait
@@ -61,6 +66,7 @@ class TrimAfterForgetting:
         self._pending = False
         self.trims = 0
         self.freed = 0  # bytes of RSS the trims gave back
+        self.pruned = 0  # what ``prune`` reported (Dask spans of finished graphs)
 
     def forgotten(self) -> None:
         self.count += 1
@@ -78,6 +84,8 @@ class TrimAfterForgetting:
             return
         self._pending = False
         n, self.count = self.count, 0
+        if self.prune is not None:
+            self.pruned += self.prune()
         before = _rss()
         if malloc_trim():
             after = _rss()

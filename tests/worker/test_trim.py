@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 import pytest
 
@@ -77,3 +78,49 @@ def test_scheduler_rss_falls_after_a_large_job_is_dropped(cli_cluster):
     assert n_after == 0
     assert stats["malloc_trim_freed"] > 0
     assert rss_after < rss_held, (rss_held / 2**20, rss_after / 2**20)
+
+
+def _inc(x):
+    return x + 1
+
+
+def test_spans_of_finished_graphs_are_pruned():
+    """Dask keeps a span per submitted graph for ever; prune_spans forgets those of finished
+    graphs beyond the newest ``keep`` (never one whose tasks are still held), and the
+    scheduler goes on working (later graphs, heartbeats reporting span metrics)."""
+    from distributed import Client, LocalCluster
+
+    from mars_dask import _dask_internals as DI
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        held = client.submit(_inc, 1, key="held-1")
+        assert held.result() == 2
+        for i in range(30):
+            assert client.submit(_inc, i, key=f"done-{i}").result() == i + 1
+
+        def count(dask_scheduler):
+            return len(dask_scheduler.tasks), len(dask_scheduler.extensions["spans"].spans)
+
+        deadline = time.monotonic() + 10
+        while count_now := client.run_on_scheduler(count):
+            if count_now[0] == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        n_tasks, n_spans = count_now
+        assert n_tasks == 1 and n_spans >= 10
+
+        def prune(dask_scheduler):  # min_age 0: heartbeats may still report pruned spans
+            pruned = DI.prune_spans(dask_scheduler, keep=5, min_age=0)
+            ext = dask_scheduler.extensions["spans"]
+            held_span = dask_scheduler.tasks["held-1"].group.span_id
+            live = {i for i, sp in ext.spans.items() if sp.id == i}  # the others: one stand-in
+            return (pruned, len(live), held_span in live, sum(map(len, ext.spans_search_by_tag.values())),
+                    len({id(sp) for i, sp in ext.spans.items() if sp.id != i}))
+
+        pruned, left, held_kept, indexed, stand_ins = client.run_on_scheduler(prune)
+        assert pruned >= n_spans - 6 and left <= 6 and held_kept and indexed == left and stand_ins == 1
+        assert client.submit(_inc, 41, key="after-1").result() == 42
+        time.sleep(1.5)  # heartbeats with span metrics come and find their spans
+        assert client.submit(_inc, 42, key="after-2").result() == 43
+        assert held.result() == 2
