@@ -17,7 +17,7 @@ from ._impure import HANDLER as IMPURE_HANDLER
 from ._impure import ImpureRuns
 from ._quota import Quota
 from ._restart import Recovery
-from ._trim import TrimAfterForgetting
+from ._trim import TrimAfterForgetting, forget_finished_graphs
 
 logger = logging.getLogger("mars_dask.plugins")
 
@@ -45,7 +45,7 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         keep = config.get("scheduler.finished-spans-kept")
         self.trim = TrimAfterForgetting(
             scheduler.loop, config.get("scheduler.trim-after-forgotten"),
-            prune=lambda: DI.prune_spans(scheduler, keep, 60.0) if DI.enabled("span-pruning") else 0)
+            prune=lambda: forget_finished_graphs(scheduler, keep))
         if config.get("failover.enabled"):
             self.failover = Failover(scheduler)
             self.recovery.failover = self.failover
