@@ -30,8 +30,11 @@ def _free_port() -> int:
 
 
 def _dask_cli() -> list[str]:
-    exe = shutil.which("dask")
-    return [exe] if exe else [sys.executable, "-m", "dask"]
+    """The ``dask`` CLI of the interpreter running the tests (its venv's, even when the venv
+    is not activated: ``.ci/release_range.py`` runs each release's python directly, and a
+    ``dask`` found on PATH would be another release's)."""
+    exe = Path(sys.executable).with_name("dask")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dask"]
 
 
 def _nannies_starting(dask_scheduler) -> int:

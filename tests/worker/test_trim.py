@@ -108,10 +108,10 @@ def test_spans_of_finished_graphs_are_pruned():
                 break
             time.sleep(0.05)
         n_tasks, n_spans = count_now
-        assert n_tasks == 1 and n_spans >= 10
+        assert n_tasks == 1 and n_spans >= 4  # Dask shares a default span between overlapping graphs
 
         def prune(dask_scheduler):  # min_age 0: heartbeats may still report pruned spans
-            pruned = DI.prune_spans(dask_scheduler, keep=5, min_age=0)
+            pruned = DI.prune_spans(dask_scheduler, keep=2, min_age=0)
             ext = dask_scheduler.extensions["spans"]
             held_span = dask_scheduler.tasks["held-1"].group.span_id
             live = {i for i, sp in ext.spans.items() if sp.id == i}  # the others: one stand-in
@@ -119,7 +119,7 @@ def test_spans_of_finished_graphs_are_pruned():
                     len({id(sp) for i, sp in ext.spans.items() if sp.id != i}))
 
         pruned, left, held_kept, indexed, stand_ins = client.run_on_scheduler(prune)
-        assert pruned >= n_spans - 6 and left <= 6 and held_kept and indexed == left and stand_ins == 1
+        assert pruned >= n_spans - 3 and left <= 3 and held_kept and indexed == left and stand_ins == 1
         assert client.submit(_inc, 41, key="after-1").result() == 42
         time.sleep(1.5)  # heartbeats with span metrics come and find their spans
         assert client.submit(_inc, 42, key="after-2").result() == 43
