@@ -10,9 +10,10 @@ runs once a burst of forgetting is over (no key forgotten for ``delay``, or at t
 at least ``mars-dask.scheduler.trim-after-forgotten`` keys were forgotten since the last
 trim: in that run it returned 284 MiB (790 -> 506 MiB). A no-op where libc has no ``malloc_trim``.
 
-First the scheduler plugin's ``prune`` runs: Dask keeps a span (with its TaskGroups) for
-every graph submitted, for ever; the spans of finished graphs beyond the newest
-``mars-dask.scheduler.finished-spans-kept`` are forgotten (``_dask_internals.prune_spans``).
+First the scheduler plugin's ``prune`` runs (:func:`forget_finished_graphs`): Dask keeps
+a span (with its TaskGroups) for every graph submitted, for ever, and ``key_split`` caches
+every key name; the spans of finished graphs beyond the newest
+``mars-dask.scheduler.finished-spans-kept`` are forgotten and the cache is cleared.
 """
 
 from __future__ import annotations
