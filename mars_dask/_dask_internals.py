@@ -138,7 +138,6 @@ import weakref
 # dask's task spec, what every graph is built of (relies on: dask._task_spec, private
 # module, same names on 2026.6.0-2026.8.0)
 from dask._task_spec import DataNode, Task, TaskRef, convert_legacy_graph, parse_input  # noqa: E402, F401
-from dask.utils import key_split  # noqa: E402, F401 - public; its lru_cache is cleared after big forgets
 
 logger = logging.getLogger("mars_dask.plugins")
 

@@ -24,6 +24,10 @@ import logging
 import os
 import time
 
+from dask.utils import key_split
+
+from .. import _dask_internals as DI
+
 logger = logging.getLogger("mars_dask.plugins")
 
 _libc = None
@@ -49,9 +53,7 @@ def forget_finished_graphs(scheduler, keep: int) -> int:
     (see ``_dask_internals.prune_spans``) and ``dask.utils.key_split``'s cache entries for
     its keys (an lru_cache of 100,000 entries, ~0.7 KiB each: one per ``execute()`` in a
     loop, so a long loop filled it by 70 MiB). Returns how many spans went."""
-    from .. import _dask_internals as DI
-
-    clear = getattr(DI.key_split, "cache_clear", None)
+    clear = getattr(key_split, "cache_clear", None)  # public dask.utils; functools' lru_cache
     if clear is not None:
         clear()
     return DI.prune_spans(scheduler, keep, 10.0) if DI.enabled("span-pruning") else 0
