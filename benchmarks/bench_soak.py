@@ -1,6 +1,6 @@
 """Soak: scheduler memory and task count of a long-lived cluster, mars_dask beside plain Dask.
 
-    python benchmarks/bench_soak.py [--iterations 10000] [--chunks 100000] [--every 1000]
+    python benchmarks/bench_soak.py [--iterations 10000] [--chunks 100000] [--every 1000] [--job-repeats 2]
 
 Each system runs in a fresh process with its own 2-worker cluster started with the CLIs
 (``dask scheduler`` / ``dask worker --nanny``; mars_dask: with the README's preloads, store
@@ -35,11 +35,17 @@ import time
 
 
 def _scheduler_stats(dask_scheduler):
+    """Tasks, RSS, and the blocks Python's allocators hold for live objects (after a
+    collection): RSS above the baseline with the blocks back at it is allocator retention
+    (pymalloc's 1 MiB arenas are returned only when empty), not objects kept alive."""
+    import gc
     import os
+    import sys
 
     import psutil
 
-    return len(dask_scheduler.tasks), psutil.Process(os.getpid()).memory_info().rss
+    gc.collect()
+    return len(dask_scheduler.tasks), psutil.Process(os.getpid()).memory_info().rss, sys.getallocatedblocks()
 
 
 @contextlib.contextmanager
@@ -78,16 +84,16 @@ def _cli_cluster(mars: bool, n_workers: int = 2):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run(system: str, iterations: int, chunks: int, every: int) -> dict:
+def _run(system: str, iterations: int, chunks: int, every: int, job_repeats: int) -> dict:
     from distributed import Client
 
     mars = system == "mars"
-    out = {"loop": [], "job": {}}
+    out = {"loop": [], "jobs": []}
     with _cli_cluster(mars) as addr, Client(addr, timeout=60) as client:
         client.wait_for_workers(2, timeout=60)
         def sample(**extra):
-            n, rss = client.run_on_scheduler(_scheduler_stats)
-            return {"tasks": n, "rss_mib": rss / 2**20, **extra}
+            n, rss, blocks = client.run_on_scheduler(_scheduler_stats)
+            return {"tasks": n, "rss_mib": rss / 2**20, "blocks": blocks, **extra}
 
         out["baseline"] = sample()
         if mars:
@@ -120,30 +126,33 @@ def _run(system: str, iterations: int, chunks: int, every: int) -> dict:
         time.sleep(2)
         out["after_loop"] = sample()
 
-        if mars:
-            y = mt.ones((chunks, 10), chunk_size=(1, 10))
-            s = (y * 2 + 1).sum()
-            t0 = time.perf_counter()
-            s.execute()
-            result = s.fetch()
-        else:
-            y = da.ones((chunks, 10), chunks=(1, 10))
-            s = ((y * 2 + 1).sum()).persist()
-            t0 = time.perf_counter()
-            result = s.compute()
-        assert float(result) == chunks * 30, result
-        out["job"]["seconds"] = time.perf_counter() - t0
-        out["job"]["held"] = sample()
-        del s, y
-        gc.collect()
-        time.sleep(3)
-        out["job"]["dropped"] = sample()
-        if mars:
-            rep = mars_dask.failover_report(client)
-            out["job"]["journal"] = {"entries": rep["journal_entries"],
-                                     "in_memory": rep["journal_entries_in_memory"],
-                                     "mib": rep["journal_bytes"] / 2**20,
-                                     "index_mib": rep.get("journal_index_bytes", 0) / 2**20}
+        for _ in range(job_repeats):
+            job = {}
+            if mars:
+                y = mt.ones((chunks, 10), chunk_size=(1, 10))
+                s = (y * 2 + 1).sum()
+                t0 = time.perf_counter()
+                s.execute()
+                result = s.fetch()
+            else:
+                y = da.ones((chunks, 10), chunks=(1, 10))
+                s = ((y * 2 + 1).sum()).persist()
+                t0 = time.perf_counter()
+                result = s.compute()
+            assert float(result) == chunks * 30, result
+            job["seconds"] = time.perf_counter() - t0
+            job["held"] = sample()
+            del s, y
+            gc.collect()
+            time.sleep(12)  # the trim runs at most 10 s after the forgetting began
+            job["dropped"] = sample()
+            if mars:
+                rep = mars_dask.failover_report(client)
+                job["journal"] = {"entries": rep["journal_entries"],
+                                  "in_memory": rep["journal_entries_in_memory"],
+                                  "mib": rep["journal_bytes"] / 2**20,
+                                  "index_mib": rep.get("journal_index_bytes", 0) / 2**20}
+            out["jobs"].append(job)
     return out
 
 
@@ -152,15 +161,16 @@ def main(argv=None) -> int:
     p.add_argument("--iterations", type=int, default=10_000)
     p.add_argument("--chunks", type=int, default=100_000)
     p.add_argument("--every", type=int, default=1000)
+    p.add_argument("--job-repeats", type=int, default=2, help="runs of the large job, one after the other")
     p.add_argument("--system", choices=["mars", "plain"], help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.system:  # the child
-        print(json.dumps(_run(a.system, a.iterations, a.chunks, a.every)))
+        print(json.dumps(_run(a.system, a.iterations, a.chunks, a.every, a.job_repeats)))
         return 0
     res = {}
     for system in ("mars", "plain"):
         r = subprocess.run([sys.executable, __file__, "--system", system, "--iterations", str(a.iterations),
-                            "--chunks", str(a.chunks), "--every", str(a.every)], capture_output=True, text=True)
+                            "--chunks", str(a.chunks), "--every", str(a.every), "--job-repeats", str(a.job_repeats)], capture_output=True, text=True)
         if r.returncode:
             print(r.stderr[-3000:], file=sys.stderr)
             return 1
@@ -182,14 +192,17 @@ def main(argv=None) -> int:
     print(f"  handles dropped: mars {m['after_loop']['tasks']} tasks / {m['after_loop']['rss_mib']:.0f} MiB, "
           f"plain Dask {d['after_loop']['tasks']} / {d['after_loop']['rss_mib']:.0f} MiB; loop time "
           f"mars {m['loop'][-1]['seconds']:.0f} s, plain Dask {d['loop'][-1]['seconds']:.0f} s")
-    print(f"\n== a {a.chunks}-chunk job")
-    for what in ("held", "dropped"):
-        print(f"  {what:>8}: mars {m['job'][what]['tasks']} tasks / {m['job'][what]['rss_mib']:.0f} MiB, "
-              f"plain Dask {d['job'][what]['tasks']} / {d['job'][what]['rss_mib']:.0f} MiB")
-    print(f"  job time: mars {m['job']['seconds']:.1f} s, plain Dask {d['job']['seconds']:.1f} s")
-    if "journal" in m["job"]:
-        j = m["job"]["journal"]
-        print(f"  mars journal after the job: {j['entries']} entries ({j['in_memory']} in memory), "
+    print(f"\n== a {a.chunks}-chunk job, {a.job_repeats} times (live blocks: sys.getallocatedblocks(), thousands)")
+    print(f"  baseline: mars {m['baseline']['blocks'] / 1e3:.0f}k blocks, plain Dask {d['baseline']['blocks'] / 1e3:.0f}k")
+    for i, (mj, dj) in enumerate(zip(m["jobs"], d["jobs"])):
+        for what in ("held", "dropped"):
+            print(f"  run {i + 1} {what:>8}: mars {mj[what]['tasks']} tasks / {mj[what]['rss_mib']:.0f} MiB / "
+                  f"{mj[what]['blocks'] / 1e3:.0f}k blocks, plain Dask {dj[what]['tasks']} / "
+                  f"{dj[what]['rss_mib']:.0f} MiB / {dj[what]['blocks'] / 1e3:.0f}k")
+        print(f"  run {i + 1} time: mars {mj['seconds']:.1f} s, plain Dask {dj['seconds']:.1f} s")
+    if m["jobs"] and "journal" in m["jobs"][-1]:
+        j = m["jobs"][-1]["journal"]
+        print(f"  mars journal after the jobs: {j['entries']} entries ({j['in_memory']} in memory), "
               f"segments {j['mib']:.1f} MiB, index {j['index_mib']:.1f} MiB")
     return 0
 

@@ -15,9 +15,9 @@ Public API is used where it exists and is not listed: plugin hooks, ``Worker.plu
 
 Contacts. Before this module: about 30 kinds spread over 10 files, 75 code lines (the worker,
 nanny, store, session side) plus 83 in the scheduler plugins (``_restart.py`` 29, ``_quota.py``
-5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 34 checked contacts
+5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 35 checked contacts
 (:data:`CONTACTS`, the rows below; a row with several names is one contact read and written)
-served by 52 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
+served by 53 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
 ``_nanny.py``, ``_scheduler.py``, ``_restart.py``, ``_quota.py``, ``_failover.py``,
 ``_checkpoint.py``, ``_journal.py``), ``spill/``, ``_reconnect.py`` and ``_embedded.py``: every
 call site goes through them. Graph building uses dask's task spec (``dask._task_spec``: a
@@ -103,6 +103,9 @@ observe_new_tasks                  spans extension ``observe_tasks``            
 prune_spans                        spans extension ``spans/root_spans/spans_search_by_ span-pruning
                                    name/_tag``; ``Span.children/groups/stop``;
                                    ``TaskGroup.states``
+strip_message_logs                 ``BatchedSend.recent_message_log`` (a developers'   message-log-stripping
+                                   log of sent batches) of ``Scheduler.stream_comms``
+                                   / ``client_comms``
 waiting_for_workers                ``Scheduler.unrunnable`` + ``Scheduler.queued``     no-workers-timeout
 future_cancel_reason               ``Future._state.exception.reason``                  client-reconnect
 scheduler_n_workers                ``Client._scheduler_identity``                      client-reconnect
@@ -118,6 +121,8 @@ failover-checkpoints (no checkpoint worker plugin, nothing cut), failover-scatte
 rejoining workers' results), failover-recovery-plans (no recovery plans / ``worker-lost``
 events), lineage-offload (off, as ``mars-dask.failover.offload-lineage: false``), span-pruning (Dask's
 spans of finished graphs are kept for the scheduler's life, as in plain Dask),
+message-log-stripping (the scheduler's logs of recent messages keep the recipes, and the data
+embedded in them, of the last ~1,000 batches sent to each worker, as in plain Dask),
 no-workers-timeout (waiting work is not failed). ``plugins/_journal.py`` touches nothing of
 distributed (the recipes it stores come from the functions above).
 
@@ -364,6 +369,15 @@ def _probe_task_group_states():
     return isinstance(states, dict) and "forgotten" in states and "memory" in states
 
 
+def _probe_message_logs():
+    from distributed.batched import BatchedSend
+    from distributed.scheduler import Scheduler
+    return (_source_has(BatchedSend.__init__, "self.recent_message_log = deque(")
+            and _source_has(BatchedSend._background_send, "self.recent_message_log.append(payload)")
+            and _source_has(Scheduler.__init__, "self.stream_comms = {}")
+            and _source_has(Scheduler.__init__, "self.client_comms = {}"))
+
+
 def _probe_waiting_for_workers():
     from distributed.scheduler import SchedulerState
     return (_source_has(SchedulerState, "self.unrunnable") and _source_has(SchedulerState, "self.queued")
@@ -405,6 +419,7 @@ CONTACTS: dict = {
     "new_released_task": (_probe_new_task, ("lineage-offload",), "scheduler"),
     "observe_new_tasks": (_probe_spans, ("lineage-offload",), "scheduler"),
     "prune_spans": (_probe_span_registry, ("span-pruning",), "scheduler"),
+    "strip_message_logs": (_probe_message_logs, ("message-log-stripping",), "scheduler"),
     "waiting_for_workers": (_probe_waiting_for_workers, ("no-workers-timeout",), "scheduler"),
     "future_cancel_reason": (_probe_future_state, ("client-reconnect",), "client"),
     "scheduler_n_workers": (_probe_scheduler_identity, ("client-reconnect",), "client"),
@@ -834,6 +849,43 @@ def prune_spans(scheduler, keep: int, min_age: float) -> int:
             else:
                 del index[k]
     return len(drop)
+
+
+#: what :func:`strip_message_logs` keeps of each logged message: enough to read what was sent
+_LOGGED_FIELDS = frozenset({"op", "key", "keys", "stimulus_id", "run_id", "worker", "status"})
+
+
+def strip_message_logs(scheduler) -> int:
+    """Strip the scheduler's logs of recent messages down to their ops and keys; returns
+    how many messages were stripped. Each ``BatchedSend`` keeps its last
+    ``distributed.admin.low-level-log-length`` batches (1,000; each under 1 MB) for
+    debugging, and a ``compute-task`` message holds its task's recipe: after a job that
+    embedded 320 MB of numpy data in its graph was dropped, the scheduler kept 136 MiB of
+    it alive through these logs (RSS 267 -> 131 MiB once stripped), and a 20,000-chunk job's
+    recipes pinned ~12 MB of small objects across the heap. What stays (``op``, ``key``,
+    ``stimulus_id``, ...) is what a developer reads them for. Relies on
+    ``BatchedSend.recent_message_log`` (a deque of the payloads sent: lists of message
+    dicts, or the string ``"large-message"``) and ``Scheduler.stream_comms`` /
+    ``client_comms`` (dicts of BatchedSend) (2026.6.0-2026.8.0)."""
+    n = 0
+    for bcomm in [*scheduler.stream_comms.values(), *scheduler.client_comms.values()]:
+        log = getattr(bcomm, "recent_message_log", None)
+        if not log:
+            continue
+        kept = []
+        for payload in log:
+            if isinstance(payload, list):
+                stripped = []
+                for msg in payload:
+                    if isinstance(msg, dict) and not msg.keys() <= _LOGGED_FIELDS:
+                        msg = {k: v for k, v in msg.items() if k in _LOGGED_FIELDS}
+                        n += 1
+                    stripped.append(msg)
+                payload = stripped
+            kept.append(payload)
+        log.clear()
+        log.extend(kept)  # the same deque (its maxlen) stays in place
+    return n
 
 
 def waiting_for_workers(scheduler) -> list:

@@ -11,9 +11,15 @@ at least ``mars-dask.scheduler.trim-after-forgotten`` keys were forgotten since 
 trim: in that run it returned 284 MiB (790 -> 506 MiB). A no-op where libc has no ``malloc_trim``.
 
 First the scheduler plugin's ``prune`` runs (:func:`forget_finished_graphs`): Dask keeps
-a span (with its TaskGroups) for every graph submitted, for ever, and ``key_split`` caches
-every key name; the spans of finished graphs beyond the newest
-``mars-dask.scheduler.finished-spans-kept`` are forgotten and the cache is cleared.
+a span (with its TaskGroups) for every graph submitted, for ever, ``key_split`` caches
+every key name, and the scheduler's logs of recent messages hold the recipes sent last;
+the spans of finished graphs beyond the newest ``mars-dask.scheduler.finished-spans-kept``
+are forgotten, the cache is cleared and the logs are stripped to ops and keys.
+
+What stays after that is CPython's allocator, not live objects: measured on a 20,000-chunk
+job, pymalloc's allocated blocks went back to baseline plus the modules the job imported,
+while its arenas (1 MiB each, returned only when every object in them is gone) stayed
+below the high-water mark of the largest job; repeating the job does not raise it.
 """
 
 from __future__ import annotations
@@ -50,12 +56,16 @@ def malloc_trim() -> bool:
 
 def forget_finished_graphs(scheduler, keep: int) -> int:
     """What a finished graph leaves in the scheduler besides its tasks: Dask's spans of it
-    (see ``_dask_internals.prune_spans``) and ``dask.utils.key_split``'s cache entries for
+    (see ``_dask_internals.prune_spans``), ``dask.utils.key_split``'s cache entries for
     its keys (an lru_cache of 100,000 entries, ~0.7 KiB each: one per ``execute()`` in a
-    loop, so a long loop filled it by 70 MiB). Returns how many spans went."""
+    loop, so a long loop filled it by 70 MiB) and its recipes (with any data embedded in
+    them) in the logs of recent messages to the workers (see
+    ``_dask_internals.strip_message_logs``). Returns how many spans went."""
     clear = getattr(key_split, "cache_clear", None)  # public dask.utils; functools' lru_cache
     if clear is not None:
         clear()
+    if DI.enabled("message-log-stripping"):
+        DI.strip_message_logs(scheduler)
     return DI.prune_spans(scheduler, keep, 10.0) if DI.enabled("span-pruning") else 0
 
 

@@ -80,6 +80,48 @@ def test_scheduler_rss_falls_after_a_large_job_is_dropped(cli_cluster):
     assert rss_after < rss_held, (rss_held / 2**20, rss_after / 2**20)
 
 
+def _logged_recipes_and_rss(dask_scheduler):
+    """How many messages in the scheduler's logs of recent messages still carry a recipe,
+    and the scheduler's RSS."""
+    import os
+
+    import psutil
+
+    n = 0
+    for bcomm in [*dask_scheduler.stream_comms.values(), *dask_scheduler.client_comms.values()]:
+        for payload in bcomm.recent_message_log:
+            if isinstance(payload, list):
+                n += sum(1 for m in payload if isinstance(m, dict) and "run_spec" in m)
+    return n, psutil.Process(os.getpid()).memory_info().rss
+
+
+def test_data_embedded_in_a_dropped_job_leaves_the_scheduler(cli_cluster):
+    """A job whose graph embeds 64 MB of numpy data: while it is held, the recipes sent
+    to the workers sit in Dask's logs of recent messages (with the data); once its handles
+    are dropped, the trim strips the logs and the scheduler's RSS falls by most of the
+    data (plain Dask keeps it until 1,000 later batches push it out)."""
+    import numpy as np
+
+    import mars_dask.tensor as mt
+
+    c = cli_cluster(mars=True, n_workers=2, nthreads=1, env={"DASK_MARS_DASK__SCHEDULER__TRIM_AFTER_FORGOTTEN": "100"})
+    client = c.client
+    data = np.random.default_rng(0).random((8_000, 1_000))  # 400 chunks of 160 KB
+    y = mt.tensor(data, chunk_size=(20, 1_000))
+    s = (y * 2 + 1).sum()
+    mars_dask.execute(s)
+    assert s.fetch() == pytest.approx((data * 2 + 1).sum(), rel=1e-12)
+    logged_held, rss_held = client.run_on_scheduler(_logged_recipes_and_rss)
+    assert logged_held >= 400  # the data's recipes, sent to the workers, are in the logs
+    trims = c.mars_stats()["malloc_trims"]
+    del s, y
+    gc.collect()
+    c.wait(lambda: c.mars_stats()["malloc_trims"] > trims, 60, "a malloc_trim after the job was dropped")
+    logged_after, rss_after = client.run_on_scheduler(_logged_recipes_and_rss)
+    assert logged_after == 0
+    assert rss_held - rss_after > 0.5 * data.nbytes, (rss_held / 2**20, rss_after / 2**20)
+
+
 def _inc(x):
     return x + 1
 
