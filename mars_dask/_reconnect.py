@@ -32,7 +32,7 @@ from distributed.client import FuturesCancelledError
 from distributed.comm import CommClosedError
 
 from . import _dask_internals as DI
-from . import config
+from . import _progress, config
 from .plugins import _protocol as _P
 from .errors import MarsDaskError
 from .tiling.core import Chunk, bump_execution_epoch
@@ -159,15 +159,18 @@ class Reconnecting:
         return any(f is not None and _lost_by_disconnect(f) for f in futures)
 
     def _wait_all(self, futs, deadline_holder: list) -> None:
-        """``distributed.wait`` that cannot hang on a client that never reconnects."""
+        """``distributed.wait`` that cannot hang on a client that never reconnects. While
+        ``execute()`` shows a progress bar (:mod:`mars_dask._progress`) the waits are
+        shorter, and the bar is updated between them."""
         timeout = parse_timedelta(config.get("session.reconnect-timeout"))
         while True:
             try:
-                wait(futs, timeout=1.0)
+                wait(futs, timeout=_progress.wait_timeout(1.0))
                 return
             except FuturesCancelledError:
                 return  # all done, some cancelled: the caller looks at why
             except TimeoutError:
+                _progress.poll()
                 st = self.client.status
                 if st == "running":
                     deadline_holder[0] = None

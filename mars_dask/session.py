@@ -31,7 +31,7 @@ import numpy as np
 from distributed import Client, Future
 
 from . import _embedded as _embedded_room
-from . import config
+from . import _progress, config
 from ._embedded import (  # noqa: F401  (the session's names, as before the split)
     _CLOSED,
     _WHAT_TO_DO,
@@ -153,6 +153,7 @@ class Session(Reconnecting):
         exception; a lost scheduler is waited for and the lost part resubmitted.
         ``checkpoint``: ``chunks`` are lineage boundaries written to durable storage."""
         chunks = list(dict.fromkeys(chunks))
+        _progress.track(chunks)  # execute()'s progress bar counts them (if it has one)
         pending: dict = {}  # chunks submitted by this call (not known finished yet)
         while True:
             self._note_workers()
@@ -259,21 +260,45 @@ def get_session() -> Session:
     return Session(get_client())
 
 
-def execute(*tileables, session: Session | None = None, checkpoint: bool = False, **kwargs):
+def execute(*tileables, session: Session | None = None, checkpoint: bool = False, wait: bool = True,
+            new_session_kwargs: dict | None = None, show_progress: bool | str | None = None,
+            progress_update_interval: float = 1):
     """Execute tileables in one graph; returns the tileable (or a list of them), now
     holding its data on the cluster, as Mars's ``execute`` does.
 
     ``checkpoint=True``: the tileables' chunks are lineage boundaries (annotated
     ``mars_boundary="checkpoint"``): the failover plugin writes them to durable storage
     (``mars-dask.failover.checkpoint-directory``) and recovery starts from there instead of
-    re-running what they were computed from."""
+    re-running what they were computed from.
+
+    ``show_progress`` (Mars's): ``True``, ``False``, ``"auto"`` (a bar once the call has run
+    for ``mars-dask.session.progress-after``) or ``None`` (``mars-dask.session.show-progress``);
+    the bar counts the finished chunks and is refreshed every ``progress_update_interval``
+    seconds (see :mod:`mars_dask._progress`). Mars's ``wait`` and ``new_session_kwargs`` are
+    accepted with the values that mean what happens here: ``execute()`` blocks, and the
+    session is a distributed Client (or ``session=Session(client)``). Other keywords raise
+    ``TypeError``."""
     if not tileables:
         raise TypeError("execute() needs at least one tileable")
+    # every argument is checked before any work (or an embedded cluster) starts
+    if not wait:
+        raise NotImplementedError(
+            "execute(wait=False) is not supported: execute() blocks here until the results are "
+            "on the cluster. For asynchronous work use Dask's API on the tileable "
+            "(client.persist(t) / client.compute(t) return Futures)")
+    if new_session_kwargs:
+        raise TypeError(
+            f"execute(new_session_kwargs={new_session_kwargs!r}) is not supported: a mars_dask "
+            "session is a distributed Client. Create one (distributed.Client(...)) and it is "
+            "used, or pass session=mars_dask.Session(client)")
+    # the bar's clock starts with the call (starting the embedded cluster counts)
+    progress = _progress.Progress(show_progress, progress_update_interval)
     if len(tileables) == 1 and isinstance(tileables[0], (list, tuple)):
         tileables = tuple(tileables[0])
     session = session or get_session()
     datas = [t.data for t in tileables]
-    session.execute(datas, checkpoint=checkpoint)
+    with progress:
+        session.execute(datas, checkpoint=checkpoint)
     # each executed tileable now owns its results (TileableData.seal: the chunk graph
     # holds them weakly), so iterative jobs free what they no longer use
     chunks = [c for d in datas for c in d.chunks]
@@ -285,7 +310,8 @@ def execute(*tileables, session: Session | None = None, checkpoint: bool = False
 
 
 def fetch(*tileables, session: Session | None = None):
-    """numpy/pandas results of executed tileables."""
+    """numpy/pandas results of executed tileables (``session`` is the only option: others
+    raise ``TypeError``)."""
     res = [t.fetch(session=session) for t in tileables]
     return res[0] if len(res) == 1 else res
 

@@ -60,13 +60,17 @@ class Tileable:
         return self._data.chunks
 
     # -- Mars execution ----------------------------------------------------------------
-    def execute(self, session=None, checkpoint: bool = False, **kwargs):
+    def execute(self, session=None, checkpoint: bool = False, *, wait: bool = True, new_session_kwargs=None,
+                show_progress=None, progress_update_interval: float = 1):
         """Compute and keep the data on the cluster; returns ``self``. ``checkpoint=True``
-        also writes the result to durable storage, cutting its lineage (see
-        :func:`mars_dask.execute`)."""
+        also writes the result to durable storage, cutting its lineage; ``show_progress``,
+        ``progress_update_interval``, ``wait`` and ``new_session_kwargs`` are Mars's (see
+        :func:`mars_dask.execute`). Other keywords raise ``TypeError``."""
         from ..session import execute
 
-        return execute(self, session=session, checkpoint=checkpoint, **kwargs)
+        return execute(self, session=session, checkpoint=checkpoint, wait=wait,
+                       new_session_kwargs=new_session_kwargs, show_progress=show_progress,
+                       progress_update_interval=progress_update_interval)
 
     def fetch(self, session=None):
         """The computed value as a numpy/pandas object (after :meth:`execute`)."""
