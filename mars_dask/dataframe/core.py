@@ -271,10 +271,6 @@ class _PandasTileable(Tileable):
             return parts[0]
         return pd.concat(parts)
 
-    def __repr__(self) -> str:
-        state = "executed" if self._data.is_executed else "lazy"
-        return f"{type(self).__name__} <op={type(self.op).__name__ if self.op else 'Fetch'}, shape={self.shape}, key={self.key}, {state}>"
-
     def to_pandas(self):
         return self.execute().fetch()
 

@@ -166,10 +166,6 @@ class Tensor(Tileable):
             raise ValueError("len() of a tensor whose length is unknown until it is executed")
         return int(n)
 
-    def __repr__(self) -> str:
-        state = "executed" if self._data.is_executed else "lazy"
-        return f"Tensor <op={type(self.op).__name__ if self.op else 'Fetch'}, shape={self.shape}, dtype={self.dtype}, key={self.key}, {state}>"
-
     def __bool__(self):
         raise TypeError(
             "the truth value of a lazy tensor is undefined; execute() and fetch() it first"

@@ -14,6 +14,7 @@ import dask
 import dask.threaded
 
 from ..errors import NotExecutedError
+from . import _repr
 from .core import Chunk, TileableData, execution_epoch
 from .emit import build_graph
 
@@ -58,6 +59,17 @@ class Tileable:
     @property
     def chunks(self):
         return self._data.chunks
+
+    # -- display: structure when lazy, numpy/pandas' own text of the data once executed
+    # (only the shown part is fetched; never computes, never raises: see tiling._repr)
+    def __repr__(self) -> str:
+        return _repr.text(self)
+
+    def __str__(self) -> str:
+        return _repr.text(self, as_str=True)
+
+    def _repr_html_(self) -> str | None:
+        return _repr.html(self)
 
     # -- Mars execution ----------------------------------------------------------------
     def execute(self, session=None, checkpoint: bool = False, *, wait: bool = True, new_session_kwargs=None,
