@@ -23,9 +23,11 @@ The first ``execute()`` on a scheduler without mars_dask's plugin warns once
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import uuid
 import weakref
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 from distributed import Client, Future
@@ -63,7 +65,7 @@ from .errors import ClientClosedError
 from .plugins._install import warn_if_not_installed
 from .tiling.core import Chunk, TileableData, bump_execution_epoch, has_unknown
 from .tiling.emit import build_graph
-from .tiling.tile import tile
+from .tiling.tile import tile, walk_tileables
 
 logger = logging.getLogger("mars_dask.session")
 
@@ -113,6 +115,25 @@ class _ChunkCollection:
 
 def _futures_of(dsk, keys, rename=None):
     return {k: dsk[k] for k in keys}
+
+
+class _Call(NamedTuple):
+    """The ``execute()`` call in progress: every graph it submits (iterative tiling submits
+    several) carries its id, and each layer its operand's class name, so the scheduler
+    reports the call as one (``/api/mars/v1/tileables``)."""
+
+    id: str
+    operands: dict  # tileable key -> operand class name
+
+
+#: the call in progress in this context (a context variable: execute() calls in several
+#: threads do not mix; graphs submitted outside an execute() carry no call id)
+_current_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("mars_dask_call", default=None)
+
+
+def _new_call(datas: Sequence[TileableData]) -> _Call:
+    ops = {t.key: type(t.op).__name__ for t in walk_tileables(datas, stop_at_tiled=False) if t.op is not None}
+    return _Call(uuid.uuid4().hex[:16], ops)
 
 
 class Session(Reconnecting):
@@ -171,7 +192,9 @@ class Session(Reconnecting):
             todo += [c for c, _ in revived if c.future is None and c.key not in out]
             del revived
             if todo:
-                graph = build_graph(todo, fuse=config.get("tiling.fuse"))
+                call = _current_call.get()
+                graph = build_graph(todo, fuse=config.get("tiling.fuse"), call=call.id if call else None,
+                                    operands=call.operands if call else None)
                 keys = [c.key for c in todo]
                 try:
                     futures = self.client.persist(_ChunkCollection(graph, keys))
@@ -225,10 +248,14 @@ class Session(Reconnecting):
         # once per scheduler: a cluster without mars_dask's plugin runs this work without
         # quota, restart or failover (stacklevel: the caller of mars_dask.execute)
         warn_if_not_installed(self.client, stacklevel=3)
-        self.tile(datas)
-        chunks = [c for d in datas for c in d.chunks]
-        self.submit_chunks(chunks, checkpoint=checkpoint)
-        self.fill_shapes(chunks)
+        token = _current_call.set(_new_call(datas))
+        try:
+            self.tile(datas)
+            chunks = [c for d in datas for c in d.chunks]
+            self.submit_chunks(chunks, checkpoint=checkpoint)
+            self.fill_shapes(chunks)
+        finally:
+            _current_call.reset(token)
         for d in datas:
             if has_unknown(d.shape) or any(has_unknown(s) for s in d.nsplits):
                 d.refresh_nsplits()

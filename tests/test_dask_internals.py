@@ -136,11 +136,12 @@ def _fail_contact(monkeypatch, name):
 
 def test_scheduler_plugins_touch_distributed_only_through_this_module():
     """The scheduler plugins name no private part of distributed: ``_restart``, ``_quota``,
-    ``_failover``, ``_checkpoint``, ``_journal`` go through _dask_internals."""
+    ``_failover``, ``_checkpoint``, ``_journal``, ``_http``, ``_tileables`` go through
+    _dask_internals."""
     import inspect
     import re
 
-    from mars_dask.plugins import _checkpoint, _failover, _journal, _quota, _restart, _scheduler
+    from mars_dask.plugins import _checkpoint, _failover, _http, _journal, _quota, _restart, _scheduler, _tileables
 
     banned = re.compile(r"_add_to_processing|\.send_all\(|\.unrunnable\b|\.queued\b|\.transitions\("
                         r"|s\.transition\(|\.stream_handlers\b|\.handlers\[|\.register_worker_plugin\("
@@ -148,7 +149,7 @@ def test_scheduler_plugins_touch_distributed_only_through_this_module():
                         r"|\.(dependencies|dependents|waiters)\.(add|discard)\(|\.new_task\(|\.add_dependency\("
                         r"|_materialize_graph|_task_spec|\.suspicious\s*-=|\.priority\s*=[^=]|\.generation\b"
                         r"|s\.update_data|\"(processing|lost-computed|lost-scattered)-tasks\"|\"expr_ser\"")
-    for mod in (_restart, _quota, _failover, _checkpoint, _journal, _scheduler):
+    for mod in (_restart, _quota, _failover, _checkpoint, _journal, _scheduler, _http, _tileables):
         code = [ln for ln in inspect.getsource(mod).splitlines() if not ln.strip().startswith("#")]
         hits = [ln.strip() for ln in code if banned.search(re.sub(r"\bDI\.\w+", "DI.f", ln))
                 and not ln.strip().startswith(("``", "-", "*"))]

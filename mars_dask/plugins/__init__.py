@@ -10,6 +10,7 @@ in dask.config (``mars_dask/mars-dask.yaml``).
 """
 
 from ._failover import failover_report
+from ._http import register_routes
 from ._hint import memory_hint
 from ._impure import impure
 from ._install import dask_setup, dask_teardown, install, setup_server
@@ -17,6 +18,10 @@ from ._nanny import MarsNannyPlugin
 from ._protocol import PLUGIN_NAME, RESOURCE
 from ._scheduler import MarsSchedulerPlugin
 from ._worker import MarsWorkerPlugin
+
+# the status routes (/api/mars/v1/...) of every scheduler built from now on in this process:
+# `--preload mars_dask` imports this before the scheduler reads its routes (see _http)
+register_routes()
 
 __all__ = [
     "MarsNannyPlugin", "MarsSchedulerPlugin", "MarsWorkerPlugin", "PLUGIN_NAME", "RESOURCE",

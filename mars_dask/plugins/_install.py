@@ -53,7 +53,11 @@ async def setup_server(server) -> None:
     from ._worker import MarsWorkerPlugin
 
     if isinstance(server, Scheduler):
-        server.add_plugin(MarsSchedulerPlugin())
+        from ._http import routes_in_config
+
+        # a scheduler built after this module's import has the status routes from the
+        # routes config (see _http); otherwise the plugin adds them when it starts
+        server.add_plugin(MarsSchedulerPlugin(add_http_routes=not routes_in_config()))
     elif isinstance(server, Nanny):
         if install_store(server):
             logger.info("worker processes of %s keep their results in MarsStore", server.address)

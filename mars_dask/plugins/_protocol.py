@@ -6,10 +6,19 @@ RESOURCE = "mars-memory"
 #: per-key annotations emitted by mars_dask.tiling.emit
 ANN_MEMORY = "mars_memory"
 ANN_TILEABLE = "mars_tileable"
+#: per-layer constants emitted with them: the operand class name of the tileable (e.g.
+#: "TensorAdd") and the id of the ``execute()`` call that submitted the graph (one call may
+#: submit several graphs: iterative tiling); read by the scheduler's tileable tracking
+#: (``_tileables.py``, served at /api/mars/v1/tileables)
+ANN_OPERAND = "mars_operand"
+ANN_CALL = "mars_call"
 #: worker -> scheduler batched-stream messages
 OP_STARTED = "mars-task-started"
 OP_USED = "mars-task-used"
 OP_CLOSING = "mars-worker-closing"
+#: scheduler -> worker RPC (``scheduler.broadcast``): the node-local store's figures, asked
+#: when /api/mars/v1/store is requested
+OP_STORE_STATS = "mars_store_stats"
 #: worker restrictions that match no worker: how a result is held back
 HOLD_PREFIX = "mars-hold://"
 

@@ -19,6 +19,8 @@ multi-threaded worker that joins later runs the earlier graphs' tasks unrestrict
 Estimates improve as chunks finish: the worker plugin reports what each task used and
 the first report for a tileable (and any later, larger one) re-estimates the chunks of
 that tileable that are not running yet.
+
+:meth:`Quota.report` is what ``/api/mars/v1/quota`` shows, computed when asked.
 """
 
 from __future__ import annotations
@@ -135,3 +137,62 @@ class Quota:
             changed += before != DI.resource_restriction(ts, P.RESOURCE)
         if changed:
             logger.debug("re-estimated %d chunks of %s from a measured %d bytes", changed, tileable, used)
+
+    # -- /api/mars/v1/quota ---------------------------------------------------------------
+    def report(self, executing: dict, limit: int = 200) -> dict:
+        """Per worker: its quota (``mars-memory``), what the tasks executing there reserved
+        (the worker acquires a task's restriction when it starts and releases it when it
+        ends: ``executing`` is ``{address: keys}`` as the worker plugin reports starts), what
+        Dask has assigned to it (``used_resources``: every task sent there, started or not)
+        and its measured memory (process RSS from its heartbeats). Then the restricted tasks
+        not running yet that wait for admission: sent to a worker and not started, or with
+        no worker (``no-worker``), the highest priority first (at most ``limit``), each with
+        its estimate and whether it would fit in its worker's free quota now (if it does, a
+        thread or its inputs are what it waits for). Costs one pass over the restricted keys
+        not finished yet (``pending``), only when asked."""
+        s = self.scheduler
+        tasks = s.tasks
+        workers = {}
+        for addr, ws in s.workers.items():
+            keys = executing.get(addr, ())
+            reserved = 0
+            for k in keys:
+                ts = tasks.get(k)
+                if ts is not None:
+                    reserved += DI.resource_restriction(ts, P.RESOURCE) or 0
+            mem = ws.memory
+            workers[addr] = {
+                "name": ws.name, "nthreads": ws.nthreads, "limit": ws.resources.get(P.RESOURCE),
+                "reserved": reserved, "executing": len(keys), "assigned": ws.used_resources.get(P.RESOURCE, 0),
+                "memory": mem.process, "managed": mem.managed, "memory_limit": ws.memory_limit,
+                "waiting": 0, "waiting_bytes": 0,
+            }
+        waiting = []
+        for tile, keys in self.pending.items():
+            for k in keys:
+                ts = tasks.get(k)
+                if ts is None or ts.state not in ("processing", "no-worker"):
+                    continue
+                ws = ts.processing_on
+                addr = ws.address if ws is not None else None
+                if addr is not None and k in executing.get(addr, ()):
+                    continue
+                est = DI.resource_restriction(ts, P.RESOURCE)
+                if est:
+                    waiting.append((ts.priority or (), k, tile, addr, est, ts.state))
+        waiting.sort(key=lambda w: w[0])
+        out = []
+        for _, k, tile, addr, est, state in waiting:
+            w = workers.get(addr)
+            fits = None
+            if w is not None:
+                w["waiting"] += 1
+                w["waiting_bytes"] += est
+                fits = est <= (w["limit"] or 0) - w["reserved"]
+            if len(out) < limit:
+                out.append({"key": str(k), "tileable": tile, "worker": addr, "state": state,
+                            "estimate": est, "fits_now": fits})
+        return {"admission": bool(self.enabled and self.quota() > 0 and self.concurrent()),
+                "resource": P.RESOURCE, "quota": self.quota(), "workers": workers,
+                "n_waiting": len(waiting), "waiting": out, "observed": dict(self.observed),
+                "exclusive": len(self.exclusive)}

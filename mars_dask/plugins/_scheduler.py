@@ -1,6 +1,8 @@
 """The scheduler half: one ``SchedulerPlugin`` wiring quota admission (``_quota``),
-worker-death handling (``_restart``) and failover (``_failover``: lineage journal,
-checkpoints, scheduler restart) to Dask's hooks, handlers and worker messages."""
+worker-death handling (``_restart``), failover (``_failover``: lineage journal,
+checkpoints, scheduler restart) and per-call tileable tracking (``_tileables``, served
+with the others' figures by the JSON routes of ``_http``) to Dask's hooks, handlers and
+worker messages."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from distributed.protocol.pickle import dumps
 from .. import config
 from .. import _dask_internals as DI
 from . import _protocol as P
+from . import _http
 from ._failover import Failover
 from ._impure import HANDLER as IMPURE_HANDLER
 from ._impure import ImpureRuns
 from ._quota import Quota
 from ._restart import Recovery
+from ._tileables import Tileables
 from ._trim import TrimAfterForgetting, forget_finished_graphs
 
 logger = logging.getLogger("mars_dask.plugins")
@@ -30,12 +34,16 @@ class MarsSchedulerPlugin(SchedulerPlugin):
     name = P.PLUGIN_NAME
     idempotent = True
 
-    def __init__(self, install_worker_plugin: bool = True):
+    def __init__(self, install_worker_plugin: bool = True, add_http_routes: bool = True):
         self.install_worker_plugin = install_worker_plugin
+        # False when the scheduler's HTTP server was built with the routes (the preload
+        # checks: see _http's docstring); otherwise start() adds them
+        self.add_http_routes = add_http_routes
 
     async def start(self, scheduler):
         self.scheduler = scheduler
         DI.check("scheduler", server=scheduler)
+        self.tracker = Tileables(config.get("dashboard.finished-calls-kept"))
         self.quota = Quota(scheduler)
         if not DI.enabled("quota"):
             self.quota.enabled = False
@@ -67,19 +75,23 @@ class MarsSchedulerPlugin(SchedulerPlugin):
                 scheduler, dumps(MarsWorkerPlugin(scheduler_has_plugin=True)), P.PLUGIN_NAME)
         if self.failover is not None:
             await self.failover.start()
+        if self.add_http_routes:
+            _http.add_routes(scheduler)
 
     async def close(self):
         if self.failover is not None:
             self.failover.close()
 
     # -- hooks --------------------------------------------------------------------------
-    def update_graph(self, scheduler, *, annotations=None, tasks=(), **kwargs):
+    def update_graph(self, scheduler, *, annotations=None, tasks=(), client=None, stimulus_id=None, **kwargs):
         if annotations:
             self.quota.update_graph(annotations)
+            self.tracker.update_graph(annotations, client=client, stimulus_id=stimulus_id)
         if self.failover is not None:
             self.failover.update_graph(tasks, annotations)
 
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs):
+        self.tracker.transition(key, start, finish, self.scheduler.tasks)
         if finish in ("memory", "forgotten", "erred"):
             ts = self.scheduler.tasks.get(key)
             tile = (ts.annotations or {}).get(P.ANN_TILEABLE) if ts is not None else None

@@ -209,6 +209,8 @@ class MarsWorkerPlugin(WorkerPlugin):
     # -- lifecycle ----------------------------------------------------------------------
     def setup(self, worker):
         st = worker.plugins.get(P.WORKER_STATE_PLUGIN)
+        # asked by the scheduler's /api/mars/v1/store route (this instance's from now on)
+        DI.register_handlers(worker, handlers={P.OP_STORE_STATS: self._store_stats})
         if isinstance(st, _State):
             self.st = st
             st.enabled = st.enabled or self.scheduler_has_plugin
@@ -307,6 +309,13 @@ class MarsWorkerPlugin(WorkerPlugin):
                     len(adopted), len(unwanted))
         await w.scheduler.mars_adopted(worker=w.address, keys=adopted)
         return len(adopted)
+
+    async def _store_stats(self) -> dict:
+        """The store's figures (``MarsStore.stats``; ``store`` None without the store), read
+        in a thread: they take the store's lock, which task threads also take."""
+        store = self._store()
+        w = self.st.worker
+        return {"name": w.name, "store": await asyncio.to_thread(store.stats) if store is not None else None}
 
     # -- read ahead -----------------------------------------------------------------------
     def _read_ahead(self) -> None:

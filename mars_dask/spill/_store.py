@@ -297,6 +297,11 @@ class MarsStore(MutableMapping):
         self._ahead_draining = False
         self._ahead_pool: ThreadPoolExecutor | None = None
         self.ahead_hits = 0
+        # disk-tier I/O counters (see stats()): [operations, bytes, seconds] per direction;
+        # updated by the writer and read-ahead threads too, hence their own small lock
+        self._io_lock = threading.Lock()
+        self._io = {"write": [0, 0, 0.0], "read": [0, 0, 0.0]}
+        self._mapped_reads = 0  # disk files mapped without the store reading them (see stats())
 
     # -- its worker (see _worker.py) ------------------------------------------------------
     def bind(self, worker, owner=None) -> None:
@@ -835,8 +840,22 @@ class MarsStore(MutableMapping):
 
     def _write(self, path, header, write_payload, tier, compress, publish=True) -> tuple[str | None, int]:
         """``(temporary path, or None once renamed to path; file size)``."""
-        if tier == "disk":
-            self._maybe_disk = True
+        if tier != "disk":
+            return self._write_tier(path, header, write_payload, tier, compress, publish)
+        self._maybe_disk = True
+        t0 = time.perf_counter()
+        out = self._write_tier(path, header, write_payload, tier, compress, publish)
+        self._count_io("write", out[1], time.perf_counter() - t0)
+        return out
+
+    def _count_io(self, direction: str, nbytes: int, seconds: float) -> None:
+        with self._io_lock:
+            c = self._io[direction]
+            c[0] += 1
+            c[1] += nbytes
+            c[2] += seconds
+
+    def _write_tier(self, path, header, write_payload, tier, compress, publish=True) -> tuple[str | None, int]:
         def payload(sink):
             if compress:
                 z = Lz4Sink(sink)
@@ -884,6 +903,10 @@ class MarsStore(MutableMapping):
         says. Runs without the lock in the read-ahead thread."""
         check = (entry.tier == "disk" if verify is None else verify) and not entry.verified
         end = entry.offset + entry.size
+        timed = entry.tier == "disk" and (check or self.read_mode == "direct")  # the store reads it
+        if entry.tier == "disk" and not timed:
+            self._mapped_reads += 1  # (a counter for the curious: a lost increment costs nothing)
+        t0 = time.perf_counter() if timed else 0.0
         if entry.tier == "disk" and self.read_mode == "direct":
             def streamed(buf, ready):  # each block hashed as it arrives, overlapping the read
                 _files.verify(memoryview(buf)[:end], path=entry.path, key=entry.key, ready=ready)
@@ -896,7 +919,41 @@ class MarsStore(MutableMapping):
                 _files.verify(memoryview(buf)[:end], path=entry.path, key=entry.key, lanes=1)
         if check:
             entry.verified = True
+        if timed:
+            self._count_io("read", end, time.perf_counter() - t0)
         return buf
+
+    def stats(self) -> dict:
+        """What the store holds and how fast it spilled (``/api/mars/v1/store``, asked of
+        the worker when the route is requested): keys and bytes per tier (``shm`` and
+        ``disk``: file bytes; ``pending``: values waiting for their write-behind; ``heap``:
+        values no tier could take), ``memory`` (what the in-memory LRU holds: mapped
+        shared-memory files, cached read-backs, pending and heap values) against
+        ``memory_limit``, the write-behind backlog, and the disk tier's I/O since the store
+        opened: operations, bytes, seconds and bytes per second, for writes (spilling, or
+        values the shared-memory tier could not take) and reads the store itself does
+        (O_DIRECT reads and the checksum pass over a mapped file when it is first read;
+        later reads of a mapped file are page faults in the task that uses it, counted
+        only as ``mapped_reads``). One pass over the keys, only when asked."""
+        with self._lock:
+            tiers = {t: {"keys": 0, "bytes": 0} for t in ("shm", "disk", "pending", "heap")}
+            for e in self._entries.values():
+                t = tiers[e.tier]
+                t["keys"] += 1
+                t["bytes"] += e.offset + e.size if e.tier in ("shm", "disk") else e.nbytes
+            backlog = [e.nbytes for _, key, e in self._queue if self._is_pending(key, e)]
+            memory, limit = self._lru.total_weight, self._lru.n
+            recoverable = len(self._orphans)
+        with self._io_lock:
+            io = {d: list(c) for d, c in self._io.items()}
+        spill = {}
+        for d, (n, nbytes, secs) in io.items():
+            spill[d] = {"count": n, "bytes": nbytes, "seconds": secs,
+                        "bytes_per_second": nbytes / secs if secs > 0 else None}
+        spill["mapped_reads"] = self._mapped_reads
+        return {"keys": len(self._entries), "memory": memory, "memory_limit": limit, "tiers": tiers,
+                "write_behind": {"keys": len(backlog), "bytes": sum(backlog)},
+                "recoverable_keys": recoverable, "spill": spill, "closed": self._closed}
 
     def _hold(self, key, value) -> None:
         """Hold ``value`` in memory, moving least recently used values to disk while over the

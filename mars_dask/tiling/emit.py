@@ -14,6 +14,11 @@ Every emitted key is annotated with
 - ``mars_tileable``: the tileable key (lineage tag for failover and the dashboard).
 - ``mars_boundary``: on keys that cut lineage (e.g. ``"shuffle"`` map outputs), which the
   failover plugin checkpoints.
+- ``mars_operand`` and ``mars_call`` (per-layer constants, when the session knows them): the
+  operand class name of the layer's tileable and the id of the ``execute()`` call, which the
+  scheduler's tileable tracking reports (``/api/mars/v1/tileables``).
+
+The annotation names are those of ``mars_dask.plugins._protocol`` (shared with the scheduler).
 
 Chunks that are already executed appear as their Futures (as in a persisted dask.array),
 so only the new part of a graph is submitted.  Single-use chains are fused into one Task
@@ -37,6 +42,7 @@ from typing import Iterable, Sequence
 from .._dask_internals import Task, TaskRef, parse_input
 from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
 
+from ..plugins import _protocol as P
 from .core import Chunk
 
 _EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z; graph sequence numbers count seconds from it
@@ -418,8 +424,20 @@ def fuse_and_encode(
     return built, memory, emit
 
 
+def operand_of(name: str, operands: dict) -> str | None:
+    """The operand class name of layer ``name``: its tileable's, or for a layer of
+    intermediate chunks named after a tileable (``<tileable key>-map``) that tileable's."""
+    for _ in range(3):
+        op = operands.get(name)
+        if op is not None or "-" not in name:
+            return op
+        name = name.rsplit("-", 1)[0]
+    return None
+
+
 def group_into_layers(
-    order: Sequence[Chunk], executed: Sequence[Chunk], built: dict, memory: dict, emit: dict, base: int
+    order: Sequence[Chunk], executed: Sequence[Chunk], built: dict, memory: dict, emit: dict, base: int,
+    *, call: str | None = None, operands: dict | None = None,
 ) -> HighLevelGraph:
     """Phase 3: one annotated ``ChunkLayer`` per tileable, and the layers' dependencies.
 
@@ -427,7 +445,8 @@ def group_into_layers(
     the tileable graph (its ``HighLevelGraph`` dependencies).  Priorities follow the
     post-order (``-(base + position)``).  A dependency on a chunk referenced by key only
     (lineage cut, data gone) has no layer: the scheduler's failover journal supplies its
-    recipe."""
+    recipe.  ``call`` (the ``execute()`` call's id) and ``operands`` (tileable key ->
+    operand class name) become the per-layer constants ``mars_call`` / ``mars_operand``."""
     boundary = {c.key: c.boundary for c in order if c.boundary is not None}
     by_layer: dict[str, tuple[dict, dict]] = {}
     for c in executed:
@@ -449,10 +468,15 @@ def group_into_layers(
         if lspecs:
             lp = {k: -(base + emit[k]) for k in lspecs}
             lm = {k: memory[k] for k in lspecs}
-            annotations = {"priority": lp.get, "mars_memory": lm.get, "mars_tileable": name}
+            annotations = {"priority": lp.get, P.ANN_MEMORY: lm.get, P.ANN_TILEABLE: name}
+            op = operand_of(name, operands) if operands else None
+            if op is not None:
+                annotations[P.ANN_OPERAND] = op
+            if call is not None:
+                annotations[P.ANN_CALL] = call
             lb = {k: boundary[k] for k in lspecs if k in boundary}
             if lb:
-                annotations["mars_boundary"] = lb.get
+                annotations[P.ANN_BOUNDARY] = lb.get
         else:
             annotations = None
         hlg_layers[name] = ChunkLayer(lspecs, lfutures, annotations=annotations)
@@ -460,16 +484,19 @@ def group_into_layers(
 
 
 def build_graph(
-    outputs: Sequence[Chunk], *, fuse: bool = True, graph_seq: int | None = None
+    outputs: Sequence[Chunk], *, fuse: bool = True, graph_seq: int | None = None,
+    call: str | None = None, operands: dict | None = None,
 ) -> HighLevelGraph:
     """The ``HighLevelGraph`` computing ``outputs`` (chunks), with Mars annotations.
 
     ``fuse`` applies to chunks emitted for the first time; a chunk emitted before keeps the
-    fusion it had (see :func:`fuse_and_encode`)."""
+    fusion it had (see :func:`fuse_and_encode`).  ``call`` / ``operands``: see
+    :func:`group_into_layers`."""
     if graph_seq is None:
         graph_seq = next_graph_seq()
     out_keys = {c.key for c in outputs}
     order, executed = postorder(outputs)
     n_consumers, n_inlined = count_consumers(order)
     built, memory, emit = fuse_and_encode(order, n_consumers, n_inlined, out_keys, fuse)
-    return group_into_layers(order, executed, built, memory, emit, graph_seq * PRIORITY_STRIDE)
+    return group_into_layers(order, executed, built, memory, emit, graph_seq * PRIORITY_STRIDE,
+                             call=call, operands=operands)
