@@ -1,8 +1,48 @@
-"""Assertions shared by the tests: results of lazy tileables against numpy."""
+"""Shared by the tests: results of lazy tileables against numpy, a call run in a thread,
+and the environment of an embedded cluster started in a fresh interpreter."""
 
 import math
+import os
+import threading
+from pathlib import Path
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_in_thread(fn, *args, **kwargs):
+    """Start ``fn(*args, **kwargs)`` in a daemon thread; returns ``(thread, box)``, the box
+    getting ``"result"`` or ``"error"`` (the exception, handed to the test)."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, box
+
+
+def embedded_env(tmp_path) -> dict:
+    """``os.environ`` plus what makes ``execute()``'s embedded cluster small (1 worker, 1
+    thread, 1 GiB) with its files in ``tmp_path``, for a script run in a fresh interpreter."""
+    env = dict(os.environ)
+    env.update({
+        "DASK_MARS_DASK__EMBEDDED__N_WORKERS": "1",
+        "DASK_MARS_DASK__EMBEDDED__THREADS_PER_WORKER": "1",
+        "DASK_MARS_DASK__EMBEDDED__MEMORY_LIMIT": "1GiB",
+        "DASK_MARS_DASK__STORE__DIRECTORY": str(tmp_path / "shm"),
+        "DASK_MARS_DASK__STORE__SPILL_DIRECTORY": str(tmp_path / "spill"),
+        "DASK_MARS_DASK__FAILOVER__JOURNAL_DIRECTORY": str(tmp_path / "journal"),
+        "DASK_MARS_DASK__FAILOVER__CHECKPOINT_DIRECTORY": str(tmp_path / "checkpoints"),
+        "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    })
+    return env
 
 
 def _same_shape(lazy_shape, real_shape):

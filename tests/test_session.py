@@ -26,6 +26,7 @@ import pytest
 from mars_dask.errors import MarsDaskError
 from mars_dask.errors import ClientClosedError
 from mars_dask.session import _loopback_dashboard_address
+from tests.helpers import embedded_env
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DASHBOARD_PORT = 8787
@@ -36,19 +37,7 @@ def _run(scenario: str, tmp_path: Path, timeout: float = 240, env: dict | None =
     code = ("import json, sys\n"
             f"from tests.test_session import {scenario} as f\n"
             "print('RESULT ' + json.dumps(f(sys.argv[1])), flush=True)\n")
-    full_env = dict(os.environ)
-    full_env.update({
-        # the embedded cluster small, its files in tmp_path
-        "DASK_MARS_DASK__EMBEDDED__N_WORKERS": "1",
-        "DASK_MARS_DASK__EMBEDDED__THREADS_PER_WORKER": "1",
-        "DASK_MARS_DASK__EMBEDDED__MEMORY_LIMIT": "1GiB",
-        "DASK_MARS_DASK__STORE__DIRECTORY": str(tmp_path / "shm"),
-        "DASK_MARS_DASK__STORE__SPILL_DIRECTORY": str(tmp_path / "spill"),
-        "DASK_MARS_DASK__FAILOVER__JOURNAL_DIRECTORY": str(tmp_path / "journal"),
-        "DASK_MARS_DASK__FAILOVER__CHECKPOINT_DIRECTORY": str(tmp_path / "checkpoints"),
-        "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
-        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    })
+    full_env = embedded_env(tmp_path)
     full_env.update(env or {})
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=str(REPO), env=full_env,
                          capture_output=True, text=True, timeout=timeout)

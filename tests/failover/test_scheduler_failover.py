@@ -9,7 +9,6 @@ Every wait is bounded; the fixture kills every process it started."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import dask
@@ -20,6 +19,7 @@ import mars_dask
 import mars_dask.tensor as mt
 from mars_dask.errors import MarsDaskError
 from mars_dask.tensor.arithmetic import elementwise
+from tests.helpers import run_in_thread
 from tests.worker import _kernels as K
 
 # this machine is shared: a worker process can take seconds to start
@@ -34,19 +34,6 @@ def cluster(cli_cluster):
 
     return make
 
-
-def _in_thread(fn, *args, **kwargs):
-    box: dict = {}
-
-    def run():
-        try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, box
 
 
 def _keys(t) -> set[str]:
@@ -83,7 +70,7 @@ def test_scheduler_killed_mid_job_and_between_jobs(cluster):
 
     # a job of 24 slow tasks (the elementwise kernel fuses into the per-row reduction)
     s = elementwise(K.slow_add_one, x, dtype=float, delay=0.25).sum(axis=1)
-    t, box = _in_thread(mars_dask.execute, s)
+    t, box = run_in_thread(mars_dask.execute, s)
     before = xkeys | _keys(w)
 
     def job_done():  # job keys finished on the first scheduler
@@ -146,7 +133,7 @@ def test_no_scheduler_comes_back(cluster):
     mars_dask.execute(x)
     y = elementwise(K.slow_add_one, x, dtype=float, delay=1.0).sum()
     with dask.config.set({"mars-dask.session.reconnect-timeout": "3s"}):
-        t, box = _in_thread(mars_dask.execute, y)
+        t, box = run_in_thread(mars_dask.execute, y)
         time.sleep(1.0)
         t0 = time.monotonic()
         c.kill_scheduler()

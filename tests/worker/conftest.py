@@ -217,6 +217,16 @@ class CLICluster:
 
 
 @pytest.fixture
+def store_dirs(tmp_path):
+    """``(shm directory, spill directory)`` for a MarsStore made by the test: the first
+    under /dev/shm (not created; removed after the test), the second in ``tmp_path``."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
+    shm = os.path.join(base, f"mars-dask-test-{uuid.uuid4().hex[:10]}")
+    yield shm, str(tmp_path / "spill")
+    shutil.rmtree(shm, ignore_errors=True)
+
+
+@pytest.fixture
 def cli_cluster(tmp_path):
     """Factory: ``cli_cluster(mars=True, n_workers=2, ...)`` -> started CLICluster; all are
     closed (and their processes killed) at the end of the test."""

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 
 import numpy as np
 import pytest
@@ -34,13 +33,8 @@ HOUR = 3600.0
 
 
 @pytest.fixture
-def roots(tmp_path):
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
-    shm = os.path.join(base, f"mars-dask-test-{uuid.uuid4().hex[:10]}")
-    spill = str(tmp_path / "spill")
-    yield shm, spill
-    shutil.rmtree(shm, ignore_errors=True)
-
+def roots(store_dirs):
+    return store_dirs
 
 def _files(*dirs) -> list[str]:
     return sorted(os.path.join(d, f) for r in dirs for d, _, fs in os.walk(r) for f in fs)

@@ -5,7 +5,6 @@ Every test bounds its waits; the cluster fixture kills what it started."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 
@@ -17,25 +16,13 @@ import mars_dask.tensor as mt
 from mars_dask.errors import MarsOutOfMemoryError
 from mars_dask.plugins import memory_hint
 from mars_dask.tensor.arithmetic import elementwise
+from tests.helpers import run_in_thread
 from tests.worker import _kernels as K
 
 GiB = 2**30
 # generous: this machine is shared and a worker process can take seconds to start
 MARS_ENV = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"}
 
-
-def _run_in_thread(fn, *args):
-    box = {}
-
-    def run():
-        try:
-            box["result"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, box
 
 
 def _holder_with_most(cluster, chunks):
@@ -68,7 +55,7 @@ def _persist_kill_finish(cluster):
     assert held >= 16
 
     s = elementwise(K.slow_add_one, x, dtype=float, delay=0.15).sum()
-    t, box = _run_in_thread(mars_dask.execute, s)
+    t, box = run_in_thread(mars_dask.execute, s)
     cluster.wait(lambda: sum(v for k, v in cluster.counts()["finished"].items() if k not in xkeys) >= 8,
                  60, "job progress")
     # chunks held only by the victim right before the kill (the job may have copied some to
@@ -117,7 +104,7 @@ def test_sigkill_before_write_behind_recomputes_at_once(cli_cluster):
     xkeys = [str(ch.key) for ch in x.data.chunks]
     name, held = _holder_with_most(c, x.data.chunks)
     s = elementwise(K.slow_add_one, x, dtype=float, delay=0.05).sum()
-    t, box = _run_in_thread(mars_dask.execute, s)
+    t, box = run_in_thread(mars_dask.execute, s)
     c.wait(lambda: sum(v for k, v in c.counts()["finished"].items() if k not in xkeys) >= 4, 60, "job progress")
     t0 = time.monotonic()
     c.kill_worker_process(name)
@@ -163,7 +150,7 @@ def _quota_run(cli_cluster, mars, n, nbytes, limit):
         used = c.mars_stats()["observed"].get(tile)
         assert used is not None and used >= 0.6 * nbytes, used  # what a chunk really used
     else:
-        t, box = _run_in_thread(mars_dask.execute, y)
+        t, box = run_in_thread(mars_dask.execute, y)
         c.wait(lambda: len(c.counts()["removed"]) >= 1, 120, "a plain Dask worker death")
 
 
@@ -192,7 +179,7 @@ def test_task_over_the_limit_fails_clearly_after_running_alone(cli_cluster):
     flag = c.tmp / "culprit-killed-once"
     y = memory_hint(elementwise(K.oom_or_wait, x, dtype=np.int64, nbytes=int(1.5 * GiB), path=str(flag)),
                     10 * 2**20)
-    t, box = _run_in_thread(mars_dask.execute, y)
+    t, box = run_in_thread(mars_dask.execute, y)
     c.wait(lambda: len(c.counts()["removed"]) >= 1, 120, "the first OOM kill")
     flag.touch()
     t.join(180)
@@ -246,7 +233,7 @@ def test_restrictions_only_where_tasks_can_run_together(cli_cluster, nthreads):
     and measured."""
     c = cli_cluster(mars=True, n_workers=1, nthreads=nthreads, memory_limit="2GiB", env=MARS_ENV)
     a = memory_hint(elementwise(K.block, mt.ones(12, chunk_size=1), dtype=float, delay=0.3), 100 * 2**20)
-    t, box = _run_in_thread(mars_dask.execute, a)
+    t, box = run_in_thread(mars_dask.execute, a)
     name = a.data.key
     c.wait(lambda: c.client.run_on_scheduler(_restricted_and_queued, name=name)[2] >= 12, 60, "the graph")
     restricted, queued, n = c.client.run_on_scheduler(_restricted_and_queued, name=name)
@@ -271,7 +258,7 @@ def test_earlier_graph_runs_first(cli_cluster):
     time.sleep(0.3)
     g1 = elementwise(K.slow_add_one, mt.ones(6, chunk_size=1), dtype=float, delay=0.05)
     g2 = elementwise(K.slow_add_one, mt.zeros(6, chunk_size=1), dtype=float, delay=0.05)
-    t1, b1 = _run_in_thread(mars_dask.execute, g1)
+    t1, b1 = run_in_thread(mars_dask.execute, g1)
     key1 = g1.data.key
 
     def n_known(dask_scheduler):
@@ -280,7 +267,7 @@ def test_earlier_graph_runs_first(cli_cluster):
     deadline = time.monotonic() + 60
     while c.client.run_on_scheduler(n_known) < 6 and time.monotonic() < deadline:
         time.sleep(0.05)  # the earlier graph has reached the scheduler (not just been sent)
-    t2, b2 = _run_in_thread(mars_dask.execute, g2)
+    t2, b2 = run_in_thread(mars_dask.execute, g2)
     t1.join(120)
     t2.join(120)
     assert "error" not in b1 and "error" not in b2

@@ -232,12 +232,8 @@ def test_codec_roundtrip(name):
 
 # -- through MarsStore -----------------------------------------------------------------------
 @pytest.fixture
-def dirs(tmp_path):
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
-    shm = os.path.join(base, f"mars-dask-test-{uuid.uuid4().hex[:10]}")
-    yield shm, str(tmp_path / "spill")
-    shutil.rmtree(shm, ignore_errors=True)
-
+def dirs(store_dirs):
+    return store_dirs
 
 def _store(dirs, name="w0", **kw):
     shm, spill = dirs

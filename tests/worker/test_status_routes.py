@@ -9,15 +9,12 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
 import subprocess
 import sys
-import threading
 import time
 import types
 import urllib.error
 import urllib.request
-import uuid
 from collections import deque
 from pathlib import Path
 
@@ -32,6 +29,7 @@ from mars_dask.plugins._http import ROUTES_KEY
 from mars_dask.plugins._tileables import Tileables
 from mars_dask.plugins import memory_hint
 from mars_dask.tensor.arithmetic import elementwise
+from tests.helpers import embedded_env, run_in_thread
 from tests.worker import _kernels as K
 
 GiB = 2**30
@@ -80,19 +78,6 @@ def wait_for(pred, timeout, what):
             raise TimeoutError(what)
         time.sleep(0.05)
 
-
-def run_in_thread(fn, *args, **kw):
-    box = {}
-
-    def run():
-        try:
-            box["result"] = fn(*args, **kw)
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, box
 
 
 def scheduler_nbytes(dask_scheduler, keys):
@@ -217,14 +202,6 @@ def test_tracking_graphs_without_a_call_id_keys_of_a_running_call_and_the_bound(
 
 
 # -- the store's figures without a cluster ---------------------------------------------------
-@pytest.fixture
-def store_dirs(tmp_path):
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
-    shm = os.path.join(base, f"mars-dask-test-{uuid.uuid4().hex[:10]}")
-    yield shm, str(tmp_path / "spill")
-    shutil.rmtree(shm, ignore_errors=True)
-
-
 def test_store_stats_count_tiers_backlog_and_spill_io(store_dirs):
     from mars_dask.spill import MarsStore
 
@@ -439,18 +416,8 @@ def test_routes_on_the_embedded_cluster(tmp_path):
         "out['key'] = x.data.key\n"
         "print('RESULT ' + json.dumps(out), flush=True)\n"
     )
-    env = dict(os.environ)
-    env.update({
-        "DASK_MARS_DASK__EMBEDDED__N_WORKERS": "1", "DASK_MARS_DASK__EMBEDDED__THREADS_PER_WORKER": "1",
-        "DASK_MARS_DASK__EMBEDDED__MEMORY_LIMIT": "1GiB",
-        "DASK_MARS_DASK__EMBEDDED__DASHBOARD_ADDRESS": "127.0.0.1:0",
-        "DASK_MARS_DASK__STORE__DIRECTORY": str(tmp_path / "shm"),
-        "DASK_MARS_DASK__STORE__SPILL_DIRECTORY": str(tmp_path / "spill"),
-        "DASK_MARS_DASK__FAILOVER__JOURNAL_DIRECTORY": str(tmp_path / "journal"),
-        "DASK_MARS_DASK__FAILOVER__CHECKPOINT_DIRECTORY": str(tmp_path / "checkpoints"),
-        "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
-        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    })
+    env = embedded_env(tmp_path)
+    env["DASK_MARS_DASK__EMBEDDED__DASHBOARD_ADDRESS"] = "127.0.0.1:0"
     out = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), env=env, capture_output=True,
                          text=True, timeout=240)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import mmap
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +17,6 @@ import textwrap
 import threading
 import time
 import types
-import uuid
 import weakref
 
 import numpy as np
@@ -35,14 +33,9 @@ MiB = 2**20
 
 
 @pytest.fixture
-def dirs(tmp_path):
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
-    shm = os.path.join(base, f"mars-dask-test-{uuid.uuid4().hex[:10]}")
-    spill = str(tmp_path / "spill")
-    os.makedirs(shm)
-    yield shm, spill
-    shutil.rmtree(shm, ignore_errors=True)
-
+def dirs(store_dirs):
+    os.makedirs(store_dirs[0])
+    return store_dirs
 
 def make_store(dirs, name="w0", **kw):
     shm, spill = dirs
