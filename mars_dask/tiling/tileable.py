@@ -14,7 +14,6 @@ import dask
 import dask.threaded
 
 from ..errors import NotExecutedError
-from . import _repr
 from .core import Chunk, TileableData, execution_epoch
 from .emit import build_graph
 
@@ -61,14 +60,22 @@ class Tileable:
         return self._data.chunks
 
     # -- display: structure when lazy, numpy/pandas' own text of the data once executed
-    # (only the shown part is fetched; never computes, never raises: see tiling._repr)
+    # (only the shown part is fetched; never computes, never raises: see tiling._repr,
+    # imported when first printed: it needs pandas, which the scheduler and the workers of a
+    # tensor job would otherwise import for nothing, ~65 MiB each)
     def __repr__(self) -> str:
+        from . import _repr
+
         return _repr.text(self)
 
     def __str__(self) -> str:
+        from . import _repr
+
         return _repr.text(self, as_str=True)
 
     def _repr_html_(self) -> str | None:
+        from . import _repr
+
         return _repr.html(self)
 
     # -- Mars execution ----------------------------------------------------------------
