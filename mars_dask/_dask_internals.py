@@ -15,11 +15,11 @@ Public API is used where it exists and is not listed: plugin hooks, ``Worker.plu
 
 Contacts. Before this module: about 30 kinds spread over 10 files, 75 code lines (the worker,
 nanny, store, session side) plus 83 in the scheduler plugins (``_restart.py`` 29, ``_quota.py``
-5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 35 checked contacts
+5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 37 checked contacts
 (:data:`CONTACTS`, the rows below; a row with several names is one contact read and written)
-served by 53 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
+served by 58 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
 ``_nanny.py``, ``_scheduler.py``, ``_restart.py``, ``_quota.py``, ``_failover.py``,
-``_checkpoint.py``, ``_journal.py``), ``spill/``, ``_reconnect.py`` and ``_embedded.py``: every
+``_checkpoint.py``, ``_journal.py``, ``_pages.py``), ``spill/``, ``_reconnect.py`` and ``_embedded.py``: every
 call site goes through them. Graph building uses dask's task spec (``dask._task_spec``: a
 private module although every Dask graph is made of it): ``tiling/emit.py``,
 ``tensor/datasource.py`` and ``dataframe/interop.py`` import ``Task``, ``TaskRef``,
@@ -106,6 +106,11 @@ prune_spans                        spans extension ``spans/root_spans/spans_sear
 strip_message_logs                 ``BatchedSend.recent_message_log`` (a developers'   message-log-stripping
                                    log of sent batches) of ``Scheduler.stream_comms``
                                    / ``client_comms``
+dashboard_pages                    ``distributed.dashboard.scheduler.applications``    dashboard-pages
+(register_dashboard_pages,         (the dict ``connect`` serves) and ``template_
+add_dashboard_nav_page,            variables(scheduler)`` (memoized: its ``pages``
+use_dashboard_template,            list is the top bar); ``components.scheduler.env``
+dashboard_theme)                   (``simple.html``) and ``BOKEH_THEME``
 waiting_for_workers                ``Scheduler.unrunnable`` + ``Scheduler.queued``     no-workers-timeout
 future_cancel_reason               ``Future._state.exception.reason``                  client-reconnect
 scheduler_n_workers                ``Client._scheduler_identity``                      client-reconnect
@@ -121,6 +126,7 @@ failover-checkpoints (no checkpoint worker plugin, nothing cut), failover-scatte
 rejoining workers' results), failover-recovery-plans (no recovery plans / ``worker-lost``
 events), lineage-offload (off, as ``mars-dask.failover.offload-lineage: false``), span-pruning (Dask's
 spans of finished graphs are kept for the scheduler's life, as in plain Dask),
+dashboard-pages (no Mars pages on the dashboard; the JSON routes stay),
 message-log-stripping (the scheduler's logs of recent messages keep the recipes, and the data
 embedded in them, of the last ~1,000 batches sent to each worker, as in plain Dask),
 no-workers-timeout (waiting work is not failed). ``plugins/_journal.py`` touches nothing of
@@ -378,6 +384,18 @@ def _probe_message_logs():
             and _source_has(Scheduler.__init__, "self.client_comms = {}"))
 
 
+def _probe_dashboard():
+    import sys
+    if "distributed.dashboard.scheduler" not in sys.modules:
+        return True  # no dashboard in this process: nothing to contact
+    from distributed.dashboard import scheduler as ds
+    from distributed.dashboard.components import scheduler as comps
+    return (isinstance(ds.applications, dict) and _source_has(ds.connect, "applications,")
+            and _source_has(ds.template_variables, '"pages": [')
+            and _source_has(ds.template_variables, 'if "individual" in x')
+            and hasattr(comps.env, "get_template") and hasattr(comps, "BOKEH_THEME"))
+
+
 def _probe_waiting_for_workers():
     from distributed.scheduler import SchedulerState
     return (_source_has(SchedulerState, "self.unrunnable") and _source_has(SchedulerState, "self.queued")
@@ -420,6 +438,7 @@ CONTACTS: dict = {
     "observe_new_tasks": (_probe_spans, ("lineage-offload",), "scheduler"),
     "prune_spans": (_probe_span_registry, ("span-pruning",), "scheduler"),
     "strip_message_logs": (_probe_message_logs, ("message-log-stripping",), "scheduler"),
+    "dashboard_pages": (_probe_dashboard, ("dashboard-pages",), "scheduler"),
     "waiting_for_workers": (_probe_waiting_for_workers, ("no-workers-timeout",), "scheduler"),
     "future_cancel_reason": (_probe_future_state, ("client-reconnect",), "client"),
     "scheduler_n_workers": (_probe_scheduler_identity, ("client-reconnect",), "client"),
@@ -974,3 +993,62 @@ def cluster_worker_status(cluster, op, msg) -> None:
     # relies on Cluster._update_worker_status(op, msg), bypassing SpecCluster's timed close (2026.6.0-2026.8.0)
     from distributed.deploy.cluster import Cluster
     Cluster._update_worker_status(cluster, op, msg)
+
+
+# -- dashboard -------------------------------------------------------------------------------
+def register_dashboard_pages(applications: dict) -> bool:
+    """Add bokeh application functions (``url -> fn(scheduler, extra, doc)``) to the pages
+    every scheduler built from now on in this process serves: ``distributed.dashboard.
+    scheduler.applications``, the module dict ``connect`` hands to its ``BokehApplication``
+    (how distributed registers its own pages). ``individual-*`` urls are listed by
+    ``template_variables`` (the "More..." menu) and ``/individual-plots.json``. Returns False
+    where distributed has no dashboard (bokeh missing or refused: the import fails)
+    (2026.6.0-2026.8.0)."""
+    try:
+        from distributed.dashboard import scheduler as ds
+    except ImportError:
+        return False
+    if not isinstance(getattr(ds, "applications", None), dict):
+        return False
+    for url, fn in applications.items():
+        ds.applications.setdefault(url, fn)
+    return True
+
+
+def add_dashboard_nav_page(scheduler, page: str) -> bool:
+    """Link ``page`` in the top bar of ``scheduler``'s dashboard: ``template_variables`` is
+    memoized per scheduler and ``connect`` passed its ``pages`` list (the same list object)
+    to every page's template, so appending to it after ``connect`` shows on every page
+    rendered from then on. Called at plugin start (after ``connect``); a scheduler without a
+    dashboard is left alone (2026.6.0-2026.8.0)."""
+    import sys
+    ds = sys.modules.get("distributed.dashboard.scheduler")
+    if ds is None or getattr(scheduler, "http_application", None) is None:
+        return False
+    if "/" + page not in ds.applications:  # (not registered: this scheduler does not serve it)
+        return False
+    pages = ds.template_variables(scheduler).get("pages")
+    if not isinstance(pages, list):
+        return False
+    if page not in pages:
+        pages.append(page)
+    return True
+
+
+def dashboard_theme():
+    """Dask's bokeh theme for the dashboard's pages (``components.scheduler.BOKEH_THEME``)."""
+    try:
+        from distributed.dashboard.components.scheduler import BOKEH_THEME
+    except ImportError:
+        return None
+    return BOKEH_THEME
+
+
+def use_dashboard_template(doc, extra: dict) -> None:
+    """Render ``doc`` inside the dashboard's page template (``simple.html`` of
+    ``components.scheduler.env``: the top bar and "More..." menu), as Dask's full pages
+    do."""
+    from distributed.dashboard.components.scheduler import BOKEH_THEME, env
+    doc.template = env.get_template("simple.html")
+    doc.template_variables.update(extra)
+    doc.theme = BOKEH_THEME

@@ -136,20 +136,22 @@ def _fail_contact(monkeypatch, name):
 
 def test_scheduler_plugins_touch_distributed_only_through_this_module():
     """The scheduler plugins name no private part of distributed: ``_restart``, ``_quota``,
-    ``_failover``, ``_checkpoint``, ``_journal``, ``_http``, ``_tileables`` go through
-    _dask_internals."""
+    ``_failover``, ``_checkpoint``, ``_journal``, ``_http``, ``_tileables``, ``_pages`` go
+    through _dask_internals."""
     import inspect
     import re
 
-    from mars_dask.plugins import _checkpoint, _failover, _http, _journal, _quota, _restart, _scheduler, _tileables
+    from mars_dask.plugins import (_checkpoint, _failover, _http, _journal, _pages, _quota, _restart, _scheduler,
+                                   _tileables)
 
     banned = re.compile(r"_add_to_processing|\.send_all\(|\.unrunnable\b|\.queued\b|\.transitions\("
                         r"|s\.transition\(|\.stream_handlers\b|\.handlers\[|\.register_worker_plugin\("
                         r"|ts\.(worker|host|resource|loose)_restrictions|\bts\.run_spec|\.waiting_on\b"
                         r"|\.(dependencies|dependents|waiters)\.(add|discard)\(|\.new_task\(|\.add_dependency\("
                         r"|_materialize_graph|_task_spec|\.suspicious\s*-=|\.priority\s*=[^=]|\.generation\b"
-                        r"|s\.update_data|\"(processing|lost-computed|lost-scattered)-tasks\"|\"expr_ser\"")
-    for mod in (_restart, _quota, _failover, _checkpoint, _journal, _scheduler, _http, _tileables):
+                        r"|s\.update_data|\"(processing|lost-computed|lost-scattered)-tasks\"|\"expr_ser\""
+                        r"|\.applications\b|template_variables\(|BOKEH_THEME|env\.get_template|(from|import) distributed\.dashboard")
+    for mod in (_restart, _quota, _failover, _checkpoint, _journal, _scheduler, _http, _tileables, _pages):
         code = [ln for ln in inspect.getsource(mod).splitlines() if not ln.strip().startswith("#")]
         hits = [ln.strip() for ln in code if banned.search(re.sub(r"\bDI\.\w+", "DI.f", ln))
                 and not ln.strip().startswith(("``", "-", "*"))]
@@ -283,3 +285,31 @@ def test_quota_restrictions_go_through_the_restriction_contact(monkeypatch):
     assert plugin.quota.enabled is False and s.allowed_failures == 3
     plugin.update_graph(s, annotations={P.ANN_MEMORY: {"x": 1000}}, tasks=["x"])
     assert ts.resource_restrictions is None
+
+
+def _status_page(client) -> str:
+    import urllib.request
+
+    port = client.scheduler_info()["services"]["dashboard"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=30) as r:
+        return r.read().decode()
+
+
+@pytest.mark.parametrize("contact_ok", [True, False])
+def test_the_dashboard_links_the_mars_page_only_when_its_contact_checks_out(monkeypatch, contact_ok):
+    """The Mars pages are in the dashboard's "More..." menu (registered at build time) and,
+    when ``dashboard_pages`` checks out at plugin start, "Mars" is in its top bar; with the
+    contact failed, the feature is off and the top bar is Dask's own."""
+    from distributed import Client, LocalCluster
+
+    from tests.conftest import MARS_PRELOADS
+
+    if not contact_ok:
+        _fail_contact(monkeypatch, "dashboard_pages")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, memory_limit="2GiB",
+                      dashboard_address="127.0.0.1:0", host="127.0.0.1", **MARS_PRELOADS) as cluster, \
+            Client(cluster) as client:
+        page = _status_page(client)
+        assert DI.enabled("dashboard-pages") is contact_ok
+        assert 'href="individual-mars-tileables"' in page and 'href="individual-mars-failover"' in page
+        assert ('<a href="mars">Mars</a>' in page) is contact_ok

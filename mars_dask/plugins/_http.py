@@ -53,6 +53,8 @@ VERSION = 1
 #: the config list distributed builds the scheduler's routes from
 ROUTES_KEY = "distributed.scheduler.http.routes"
 BASE = "api/mars/v1/"
+#: the dashboard page (``/mars``, ``_pages``) linked in the dashboard's top bar
+NAV_PAGE = "mars"
 #: events of the failover plugin returned by the failover route (the latest)
 EVENTS = 100
 
@@ -71,11 +73,41 @@ def _jsonable(o):
     return str(o)
 
 
-class _Route(web.RequestHandler):
-    """A GET answering ``{"version": 1, **self.answer(scheduler, plugin)}`` as JSON."""
+async def tileables_answer(scheduler, plugin) -> dict:
+    return plugin.tracker.report()
 
-    def initialize(self, dask_server=None):
+
+async def quota_answer(scheduler, plugin) -> dict:
+    return plugin.quota.report(plugin.recovery.executing)
+
+
+async def store_answer(scheduler, plugin) -> dict:
+    return {"workers": await ask_workers(scheduler, P.OP_STORE_STATS)}
+
+
+async def failover_answer(scheduler, plugin) -> dict:
+    f = plugin.failover
+    stats = None
+    if f is not None:
+        # Failover.stats waits (up to 2 s) for the journal writer: drain it off the loop
+        await asyncio.to_thread(f.flush, 2.0)
+        stats = f.stats(wait=0)
+    events = [{"time": t, **(e if isinstance(e, dict) else {"event": e})}
+              for t, e in list(scheduler.get_events(P.EVENT_TOPIC))[-EVENTS:]]
+    return {"failover": stats, "restart": dict(plugin.recovery.counts), "events": events}
+
+
+#: route name -> the answer's builder (the JSON routes below and the pages of ``_pages``)
+ANSWERS = {"tileables": tileables_answer, "quota": quota_answer, "store": store_answer,
+           "failover": failover_answer}
+
+
+class _Route(web.RequestHandler):
+    """A GET answering ``{"version": 1, **ANSWERS[name](scheduler, plugin)}`` as JSON."""
+
+    def initialize(self, dask_server=None, name=""):
         self.server = dask_server
+        self.name = name
 
     async def get(self):
         plugin = self.server.plugins.get(P.PLUGIN_NAME)
@@ -83,40 +115,9 @@ class _Route(web.RequestHandler):
             self.set_status(404)
             body = {"error": f"the scheduler has no started mars_dask plugin ({P.PLUGIN_NAME!r})"}
         else:
-            body = await self.answer(self.server, plugin)
+            body = await ANSWERS[self.name](self.server, plugin)
         self.set_header("Content-Type", "application/json")
         self.write(json.dumps({"version": VERSION, **body}, default=_jsonable))
-
-    async def answer(self, scheduler, plugin) -> dict:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-class TileablesRoute(_Route):
-    async def answer(self, scheduler, plugin) -> dict:
-        return plugin.tracker.report()
-
-
-class QuotaRoute(_Route):
-    async def answer(self, scheduler, plugin) -> dict:
-        return plugin.quota.report(plugin.recovery.executing)
-
-
-class StoreRoute(_Route):
-    async def answer(self, scheduler, plugin) -> dict:
-        return {"workers": await ask_workers(scheduler, P.OP_STORE_STATS)}
-
-
-class FailoverRoute(_Route):
-    async def answer(self, scheduler, plugin) -> dict:
-        f = plugin.failover
-        stats = None
-        if f is not None:
-            # Failover.stats waits (up to 2 s) for the journal writer: drain it off the loop
-            await asyncio.to_thread(f.flush, 2.0)
-            stats = f.stats()
-        events = [{"time": t, **(e if isinstance(e, dict) else {"event": e})}
-                  for t, e in list(scheduler.get_events(P.EVENT_TOPIC))[-EVENTS:]]
-        return {"failover": stats, "restart": dict(plugin.recovery.counts), "events": events}
 
 
 async def ask_workers(scheduler, op: str) -> dict:
@@ -139,25 +140,26 @@ async def ask_workers(scheduler, op: str) -> dict:
 
 
 #: what distributed's get_handlers reads from every module in distributed.scheduler.http.routes
-routes: list[tuple] = [
-    (BASE + "tileables", TileablesRoute, {}),
-    (BASE + "quota", QuotaRoute, {}),
-    (BASE + "store", StoreRoute, {}),
-    (BASE + "failover", FailoverRoute, {}),
-]
+routes: list[tuple] = [(BASE + name, _Route, {"name": name}) for name in ANSWERS]
+#: the modules listed in ``distributed.scheduler.http.routes``: these routes, and the
+#: dashboard pages (``_pages``: imported only while a scheduler is built, see its docstring)
+ROUTE_MODULES = (__name__, __name__.rpartition(".")[0] + "._pages")
 
 
 def routes_in_config() -> bool:
     """This module is in ``distributed.scheduler.http.routes`` (schedulers built now serve
-    the routes)."""
+    the routes and the pages)."""
     return __name__ in (dask.config.get(ROUTES_KEY, default=None) or ())
 
 
 def register_routes() -> None:
-    """Append this module to ``distributed.scheduler.http.routes`` (at import of mars_dask,
-    i.e. when a ``--preload mars_dask`` is processed: before the scheduler reads the list)."""
-    if not routes_in_config():
-        dask.config.set({ROUTES_KEY: [*(dask.config.get(ROUTES_KEY, default=None) or ()), __name__]})
+    """Append :data:`ROUTE_MODULES` to ``distributed.scheduler.http.routes`` (at import of
+    mars_dask, i.e. when a ``--preload mars_dask`` is processed: before the scheduler reads
+    the list)."""
+    listed = list(dask.config.get(ROUTES_KEY, default=None) or ())
+    missing = [m for m in ROUTE_MODULES if m not in listed]
+    if missing:
+        dask.config.set({ROUTES_KEY: [*listed, *missing]})
 
 
 def add_routes(scheduler) -> bool:

@@ -77,6 +77,8 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             await self.failover.start()
         if self.add_http_routes:
             _http.add_routes(scheduler)
+        if DI.enabled("dashboard-pages"):
+            DI.add_dashboard_nav_page(scheduler, _http.NAV_PAGE)  # "Mars" in the top bar
 
     async def close(self):
         if self.failover is not None:
