@@ -99,7 +99,6 @@ logger = logging.getLogger("mars_dask.plugins.failover")
 
 #: see _restart.RECOVERY_BOOST (kept equal: recomputations and restorations share the queue)
 RECOVERY_BOOST = 2**62
-_MAX_KEYS_IN_EVENT = 200
 _GRAPH_MAGIC = b"MDGRAPH1"
 _GRAPH_PRELUDE = struct.Struct(f"<8s{MAC_SIZE}sI")  # magic, MAC, length of the msgpack meta
 
@@ -157,6 +156,8 @@ class Plan:
     keys: set = field(default_factory=set)
     pending: set = field(default_factory=set)
     n: int = 0
+    restored: set = field(default_factory=set)  # keys whose lineage came back from the journal
+    adopted: set = field(default_factory=set)  # keys a restarted process brought back instead
 
 
 class Failover:
@@ -327,7 +328,7 @@ class Failover:
             try:
                 data = _graph_bytes(self.auth, seq, expr.header, expr.frames)
             except Exception as e:  # noqa: BLE001 - a header msgpack refuses: journal each recipe
-                logger.info("graph %d: header not storable (%s); journaling its recipes one by one", seq, e)
+                logger.debug("graph %d: header not storable (%s); journaling its recipes one by one", seq, e)
                 expr = None
             else:
                 write_private(self._graph_path(seq), data)
@@ -476,8 +477,9 @@ class Failover:
                 loaded.append(e.key)
         lost = self._orig_find_lost(dsk, keys)
         if entries:
-            logger.info("rebuilding %d keys of earlier graphs from the journal (%d from checkpoints)",
-                        len(entries), len(loaded))
+            # a recovery of its own (one line): a graph needs keys the scheduler had forgotten
+            logger.info("rebuilding %d forgotten keys of earlier graphs from the journal for a new graph "
+                        "(%d from checkpoints)", len(entries), len(loaded))
             self.event("journal-restore", missing=_some(missing), recompute=_some([e.key for e in entries]),
                        n=len(entries), from_checkpoint=_some(loaded), n_from_checkpoint=len(loaded),
                        duration=time.monotonic() - t0, complete=not lost)
@@ -493,7 +495,7 @@ class Failover:
             if key in self._unlinking:
                 self._unlinking.discard(key)  # its file is needed again: keep it
             elif key in self._deleted and not (path and os.path.exists(path)):  # deleted meanwhile
-                logger.info("checkpoint of %r reported after its file was deleted; keeping its lineage", key)
+                logger.debug("checkpoint of %r reported after its file was deleted; keeping its lineage", key)
                 return
         self._superseded_held.discard(key)
         ts = s.tasks.get(key)
@@ -660,6 +662,28 @@ class Failover:
         if plan is not None:
             self._start_plan(plan)
 
+    def loss_plan(self, stimulus_id) -> Plan | None:
+        """The recovery plan of the worker removal ``stimulus_id`` (between the removal's
+        transitions and :meth:`remove_worker`), for the restart half's recovery line."""
+        return self._by_stimulus.get(stimulus_id)
+
+    def loss_sources(self, keys, plan: Plan | None) -> tuple[int, int]:
+        """Of ``keys`` (lost results being recomputed): how many read their checkpoint, and
+        how many had their lineage restored from the journal for ``plan``."""
+        tasks = self.s.tasks
+        k = sum(1 for key in keys if (ts := tasks.get(key)) is not None and is_loader(DI.run_spec(ts)))
+        j = len(plan.restored.intersection(keys)) if plan is not None and plan.restored else 0
+        return k, j
+
+    def adopted(self, keys) -> None:
+        """Keys of a pending recovery plan that a restarted worker process brought back
+        (the restart half adopted them from its store): not recomputed after all."""
+        for k in keys:
+            plan = self._plan_of.get(k)
+            if plan is not None and k not in plan.adopted:
+                plan.adopted.add(k)
+                self.counts["recomputed"] -= 1
+
     def _start_plan(self, plan: Plan) -> None:
         tasks = self.s.tasks
         plan.pending = {k for k in plan.keys if k in tasks and tasks[k].state not in ("memory", "forgotten", "erred")}
@@ -676,9 +700,11 @@ class Failover:
 
     def _finish(self, plan: Plan) -> None:
         d = time.monotonic() - plan.t0
-        summary = {"cause": plan.cause, "n": plan.n, "duration": d}
+        summary = {"cause": plan.cause, "n": plan.n, "adopted": len(plan.adopted),
+                   "recomputed": plan.n - len(plan.adopted), "duration": d}
         self.history.append(summary)
         self.event("recovered", **summary)
+        logger.debug("recovered from %s: %d keys in %.2f s", plan.cause, plan.n, d)
 
     def transition(self, key, start, finish, stimulus_id) -> None:
         if finish == "forgotten":
@@ -697,7 +723,7 @@ class Failover:
                 self._superseded_held.discard(key)
                 self._unlink_checkpoint(key)
         elif self.offload and start == "memory" and finish == "released":
-            self._offload(key)
+            self._offload(key, stimulus_id)
         if self._by_stimulus:
             plan = self._by_stimulus.get(stimulus_id)
             if plan is not None and finish == "waiting":
@@ -716,7 +742,7 @@ class Failover:
                     self._finish(plan)
 
     # -- lineage offload --------------------------------------------------------------------
-    def _offload(self, key) -> None:
+    def _offload(self, key, stimulus_id=None) -> None:
         """(Transition hook, ``key`` just left memory.) Keep only the lineage live work needs.
 
         Dask keeps a released key for as long as a dependent exists, so that it can
@@ -746,7 +772,10 @@ class Failover:
         elif key in self._cut_keys:
             self._cut_keys.discard(key)
             if ts.who_wants or ts.waiters or ts.dependents:
-                self._restore_dependencies(ts)
+                restored = self._restore_dependencies(ts)
+                plan = self._by_stimulus.get(stimulus_id) if restored and self._by_stimulus else None
+                if plan is not None:  # a worker loss: counted in its recovery line
+                    plan.restored.update(restored)
 
     def _offload_journal(self) -> None:
         keys, self._forgotten = self._forgotten, []
@@ -767,15 +796,16 @@ class Failover:
         if recs:
             DI.run_transitions(self.s, recs, f"mars-lineage-offload-{time.time()}")
 
-    def _restore_dependencies(self, ts) -> None:
+    def _restore_dependencies(self, ts) -> list:
         """Give ``ts`` (released, still needed) back the dependencies :meth:`_offload` cut,
-        restoring forgotten ones (and their lineage) from the journal as released tasks."""
+        restoring forgotten ones (and their lineage) from the journal as released tasks;
+        returns the keys restored."""
         s = self.s
         self.flush()
         entry = self.journal.get(ts.key)
         if entry is None:
             logger.warning("cannot restore the lineage of %r: not in the journal", ts.key)
-            return
+            return []
         missing = [d for d in entry.dependencies if d not in s.tasks]
         try:
             entries = self.journal.lineage(missing, lambda k: k in s.tasks) if missing else []
@@ -784,7 +814,7 @@ class Failover:
             self.counts["restore_failures"] += 1
             logger.warning("cannot restore the lineage of %r from the journal: %s", ts.key, e)
             self.event("journal-restore-failed", missing=_some(missing), n=len(missing))
-            return
+            return []
         restored = []
         for e, spec in specs:
             prio = e.priority if isinstance(e.priority, int | float) else 0
@@ -798,6 +828,8 @@ class Failover:
         if specs:
             self.counts["restored_keys"] += len(specs)
             self.event("lineage-restored", key=ts.key, restored=_some(e.key for e, _ in specs), n=len(specs))
+            logger.debug("restored the lineage of %r from the journal: %d keys", ts.key, len(specs))
+        return [e.key for e, _ in specs]
 
     # -- no workers -------------------------------------------------------------------------
     def _check_workers(self) -> None:
@@ -833,10 +865,12 @@ class Failover:
     def event(self, action: str, **msg) -> None:
         self.s.log_event(P.EVENT_TOPIC, {"action": action, **msg})
 
-    def stats(self) -> dict:
+    def stats(self, wait: float = 2.0) -> dict:
         """Counters, journal size and recent events (``mars_dask.failover_report``); the
-        journal figures wait at most 2 s for the writer thread)."""
-        self.flush(timeout=2.0)
+        journal figures wait at most ``wait`` seconds for the writer thread (blocking:
+        the dashboard's callers wait for it in a thread and pass 0)."""
+        if wait > 0:
+            self.flush(timeout=wait)
         js = self.journal.stats() if self.journal is not None else {}
         return {
             **self.counts,
@@ -867,7 +901,7 @@ def _dumps(obj) -> bytes:
 
 def _some(keys) -> list:
     keys = list(keys)
-    return keys[:_MAX_KEYS_IN_EVENT]
+    return keys[:P.KEYS_IN_EVENT]
 
 
 def failover_report(client=None) -> dict:

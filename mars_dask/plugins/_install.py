@@ -45,8 +45,32 @@ def _apply_options(quota_fraction, restart_grace, store):
         dask.config.set(cfg)
 
 
+def log_like_distributed() -> bool:
+    """Let the plugins' log lines (``mars_dask.*``) show where and when distributed's own do,
+    unless logging was configured for them or for the process.
+
+    Why: ``dask scheduler --preload mars_dask`` prints distributed's INFO lines to stderr,
+    but a ``mars_dask`` logger nobody configured shows only warnings (Python's last-resort
+    handler), so the lines a user looks for there (a worker lost, its recovery) would be
+    hidden. Following distributed's level keeps the embedded cluster quiet as well
+    (``LocalCluster`` silences distributed to WARNING in the user's process and its worker
+    processes). Left alone: a level or handler set on ``mars_dask`` (``logging: {mars_dask:
+    info}`` in dask's config, ``DASK_LOGGING__MARS_DASK``) or a handler on the root logger
+    (the application configured logging itself, or pytest captures it)."""
+    ours, theirs = logging.getLogger("mars_dask"), logging.getLogger("distributed")
+    if ours.level != logging.NOTSET or ours.handlers or logging.getLogger().handlers or not theirs.handlers:
+        return False
+    ours.setLevel(theirs.getEffectiveLevel())
+    for h in theirs.handlers:
+        ours.addHandler(h)
+    ours.propagate = False
+    return True
+
+
 async def setup_server(server) -> None:
     from distributed import Nanny, Scheduler, Worker
+
+    log_like_distributed()
 
     from ._nanny import MarsNannyPlugin, install_store
     from ._scheduler import MarsSchedulerPlugin

@@ -128,7 +128,7 @@ class MarsNannyPlugin(NannyPlugin):
             for d in self.store_dirs:
                 try:
                     if remove_if_unused(d)[0]:
-                        logger.info("removed the store directory %s of a worker that is gone", d)
+                        logger.debug("removed the store directory %s of a worker that is gone", d)
                         try:
                             os.rmdir(os.path.dirname(d))  # its cluster directory, if now empty
                         except OSError:
@@ -240,7 +240,9 @@ class MarsNannyPlugin(NannyPlugin):
             memory_terminated=DI.memory_terminated_pid(nanny) == self._pid,
             restarting=nanny.status == Status.running and getattr(nanny, "auto_restart", True),
         )
-        logger.info("worker process %s exited (%s)", self._pid, msg)
+        # Dask's nanny logs the exit and the restart; the scheduler logs the loss with this
+        # report's verdict
+        logger.debug("worker process %s exited (%s)", self._pid, msg)
         t = asyncio.ensure_future(self._send(msg))
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)

@@ -29,6 +29,8 @@ OP_CHECKPOINTED = "mars-checkpointed"
 OP_CHECKPOINT_FAILED = "mars-checkpoint-failed"
 #: scheduler.log_event topic of the failover plugin
 EVENT_TOPIC = "mars-failover"
+#: keys listed at most in one event of that topic (the counts are exact)
+KEYS_IN_EVENT = 200
 #: the pseudo-client that keeps results alive for a reconnecting client after a scheduler restart
 HOLD_CLIENT = "mars-failover-hold"
 #: worker -> nanny RPC: the worker lost its scheduler and closes for the nanny to restart it

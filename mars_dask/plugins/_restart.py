@@ -28,15 +28,26 @@ the next, so restrictions set on a task that just became ``waiting`` are those i
   a crash counts as in Dask against the tasks that were executing, and an out-of-memory
   death makes each task that was executing run alone with the whole quota, failing with
   ``MarsOutOfMemoryError`` only if it kills a worker while running alone.
+
+Logs (logger ``mars_dask.plugins``): two INFO lines per worker lost, and nothing at INFO on
+a run without faults. The *loss line* names the worker, why it was lost as far as is known
+(the nanny's report: killed by a signal, out of memory, a crash; or its nanny gone too; it
+waits for that report at most ``death-report-timeout``) and what it held and was running.
+The *recovery line* follows once the plan is decided (restart over and verdict given):
+what the restarted process brought back, what is recomputed (from checkpoints and from
+the journal, as the failover plugin knows), what re-runs or fails. Details (keys, holds)
+are logged at DEBUG; the failover plugin's ``mars-failover`` events carry the keys and
+the time the recovery took.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from dataclasses import dataclass, field
 
-from dask.utils import parse_timedelta
+from dask.utils import format_bytes, parse_timedelta
 
 from .. import config
 from .. import _dask_internals as DI
@@ -73,6 +84,23 @@ class Death:
     restart_over: bool = False
     adopting: set = field(default_factory=set)
     ws: object = None
+    # for the two log lines (see the module docstring)
+    nanny: str | None = None
+    n_lost: int = 0  # results (and scattered data) only it held
+    lost_keys: set = field(default_factory=set)  # lost data and ancestors sent to waiting
+    n_adopted: int = 0
+    adopted_by: str | None = None
+    adopted_after: float | None = None
+    recompute: list = field(default_factory=list)  # lost results recomputed
+    n_rerun: int = 0  # tasks that were executing, run again
+    n_alone: int = 0  # ... of which alone (out-of-memory suspects)
+    failed: dict = field(default_factory=dict)  # exception type name -> tasks failed
+    nanny_gone: str | None = None  # the nanny did not answer either (why)
+    probing: bool = False  # the nanny is being asked whether it is alive
+    fplan: object = None  # the failover plugin's Plan of this loss
+    loss_logged: bool = False
+    planned: bool = False
+    plan_line: tuple | None = None  # (format, args) waiting for the loss line
 
 
 class Recovery:
@@ -96,6 +124,7 @@ class Recovery:
         self._adopting_saved: dict = {}  # adopted key -> restrictions to restore in memory
         self._detached: dict = {}  # adopted key -> inputs detached while it is processing
         self._fail_when_runnable: dict = {}  # key -> exception (failed while waiting)
+        self._awaiting: dict = {}  # (nanny, pid) -> Death whose loss line waits for the report
         self.failover = None  # set by the scheduler plugin: keys a new scheduler does not know
         self.counts = {"adopted": 0, "recomputed": 0, "oom_retries": 0, "oom_failures": 0, "held": 0}
 
@@ -143,10 +172,11 @@ class Recovery:
         keys = set(keys)
         sid = f"mars-adopt-{time.time()}"
         recs: dict = {}
-        n = 0
+        total = 0
         for d in list(self.deaths.get(self._ident(ws), ())):
             if d.restart_over:
                 continue
+            got = []
             for k in d.adopting & keys:
                 ts = self.s.tasks.get(k)
                 if ts is None or k not in d.saved or ts.state not in ("no-worker", "waiting"):
@@ -170,10 +200,20 @@ class Recovery:
                 # result does not need: put it in processing on ws directly, as
                 # _transition_waiting_processing would, and tell the plugins.
                 recs.update(DI.add_to_processing(self.s, ts, ws, start, sid))
-                n += 1
+                got.append(k)
+            n = len(got)
             d.adopting.clear()
-            logger.info("adopted %d results of the restarted worker %s (was %s)", n, ws.address, d.address)
-        self.counts["adopted"] += n
+            d.n_adopted += n
+            d.adopted_by = ws.address
+            d.adopted_after = time.monotonic() - d.t0
+            total += n
+            logger.debug("adopted %d results of the restarted worker %s (was %s)", n, ws.address, d.address)
+            if n:  # the failover page's timeline shows restarts beside losses and plans
+                self.s.log_event(P.EVENT_TOPIC, {"action": "restart-adopted", "worker": d.address,
+                                                 "restarted": ws.address, "n": n, "keys": got[:P.KEYS_IN_EVENT]})
+                if self.failover is not None:
+                    self.failover.adopted(got)
+        self.counts["adopted"] += total
         if recs:
             DI.run_transitions(self.s, recs, sid)
         for d in list(self.deaths.get(self._ident(ws), ())):
@@ -234,7 +274,9 @@ class Recovery:
             ),
         )
         d.ws = info.get("ws")
-        d.report = self.reports.pop((info.get("nanny"), d.pid), None)
+        d.nanny = info.get("nanny")
+        d.n_lost = len(ev["lost"]) + len(ev["scattered"])
+        d.report = self.reports.pop((d.nanny, d.pid), None)
         self.by_stimulus[d.stimulus_id] = d
 
     def transition(self, key, start, finish, stimulus_id) -> None:
@@ -270,6 +312,7 @@ class Recovery:
                     self._unsuspect(ts)
             else:  # lost data, or an ancestor of lost data being recomputed
                 self._boost(ts)
+                d.lost_keys.add(key)
                 if d.hold_restart:
                     self._hold(d, ts)
                     d.restart_keys.add(key)
@@ -279,51 +322,91 @@ class Recovery:
         d = self.by_stimulus.pop(stimulus_id, None)
         if d is None:
             return
+        if self.failover is not None:
+            d.fplan = self.failover.loss_plan(stimulus_id)
+        self._expect_report(d)
         if not d.saved:
+            # nothing held: Dask recomputes the lost results at once (boosted)
+            d.recompute = self._still_to_compute(d.lost_keys)
+            d.restart_over = True
             self._decide(d)
             return
         self.deaths.setdefault(d.ident, []).append(d)
         self.counts["held"] += len(d.saved)
-        logger.info(
+        logger.debug(
             "worker %s died: holding %d lost results for its restart and %d running tasks "
             "for the nanny's report", d.address, len(d.restart_keys), len(d.verdict_keys),
         )
+        if not d.restart_keys:  # only running tasks held: the lost results are recomputed at once
+            d.restart_over = True
+            d.recompute = self._still_to_compute(d.lost_keys)
         if d.report is not None or not d.verdict_keys:
             self._decide(d)
         else:
             loop.call_later(self.report_timeout, self._decide, d)
         if d.restart_keys:
             loop.call_later(self.grace, self._end_restart, d)
-            if d.ws is not None and d.ws.nanny:
-                loop.add_callback(self._probe_nanny, d, d.ws.nanny)
-        else:
-            d.restart_over = True
+
+    def _expect_report(self, d: Death) -> None:
+        """Log the loss line once the nanny's report says why (it usually follows the
+        removal within its monitor interval), its nanny is found gone, or
+        ``death-report-timeout`` has passed."""
+        if d.report is not None or not d.nanny:
+            self._log_loss(d)
+            if d.restart_keys and d.nanny:
+                self.s.loop.add_callback(self._probe_nanny, d, d.nanny)
+            return
+        self._awaiting[(d.nanny, d.pid)] = d
+        d.probing = True
+        self.s.loop.call_later(self.report_timeout, self._report_timeout, d)
+        self.s.loop.add_callback(self._probe_nanny, d, d.nanny)
+
+    def _report_timeout(self, d: Death) -> None:
+        if not d.probing:  # else the probe's answer logs it
+            self._log_loss(d)
 
     async def _probe_nanny(self, d: Death, nanny: str) -> None:
         """A node that is gone (nanny dead too) will not restart its worker: stop holding
-        its results at once instead of waiting for the grace period."""
+        its results at once instead of waiting for the grace period. (Also asked when the
+        nanny's report has not come yet, for the loss line.)"""
         import asyncio
 
         try:
             await asyncio.wait_for(self.s.rpc(nanny).identity(), 3)
         except (OSError, asyncio.TimeoutError) as e:
+            d.probing = False
+            if d.report is None:
+                d.nanny_gone = type(e).__name__
+                self._log_loss(d)
             if not d.restart_over:
-                logger.info("the nanny %s of dead worker %s is gone too (%s): recomputing now",
-                            nanny, d.address, type(e).__name__)
+                logger.debug("the nanny %s of dead worker %s is gone too (%s): recomputing now",
+                             nanny, d.address, type(e).__name__)
                 self._end_restart(d)
         except Exception:  # noqa: BLE001, S110 - alive but odd: keep waiting for the grace period
             pass
+        finally:
+            if d.probing:  # alive: its report is still awaited, for death-report-timeout at most
+                d.probing = False
+                if time.monotonic() - d.t0 >= self.report_timeout:
+                    self._log_loss(d)
 
     def worker_exit(self, report: dict) -> None:
         """The nanny's account of a dead process (may come before or after removal)."""
         nanny, pid = report.get("nanny"), report.get("pid")
+        waiting = self._awaiting.get((nanny, pid))
+        if waiting is not None and waiting.report is None:
+            waiting.report = report
+            self._log_loss(waiting)
         for d in self.deaths.get(nanny, ()):
             if d.pid == pid and not d.decided:
                 d.report = report
+                self._log_loss(d)
                 self._decide(d)
                 if not report.get("restarting"):
                     self._end_restart(d)
                 return
+        if waiting is not None:  # a death known already: nothing to keep for a later removal
+            return
         for d in self.by_stimulus.values():  # pragma: no cover - within one tick
             if d.pid == pid:
                 d.report = report
@@ -355,7 +438,7 @@ class Recovery:
         if not d.saved:
             keys = list(d.executing)  # nothing held: only counting is left
         if d.executing:
-            logger.info("worker %s died (%s) while executing %s", d.address, verdict, sorted(map(str, d.executing)))
+            logger.debug("worker %s died (%s) while executing %s", d.address, verdict, sorted(map(str, d.executing)))
         release, fail = [], {}
         alone = len(d.executing) == 1
         quota = self.quota.quota()
@@ -400,6 +483,11 @@ class Recovery:
                 else:
                     release.append(k)
         d.verdict_keys.clear()
+        d.n_rerun = sum(1 for k in keys if k not in fail and k in self.s.tasks)
+        d.n_alone = sum(1 for k in release if k in self.quota.exclusive) if verdict == "oom" else 0
+        for exc in fail.values():
+            name = type(exc).__name__
+            d.failed[name] = d.failed.get(name, 0) + 1
         self._fail(fail)
         self._release(d, release)
         self._maybe_forget(d)
@@ -417,17 +505,107 @@ class Recovery:
         d.restart_keys.clear()
         n = self._release(d, keys)
         self.counts["recomputed"] += n
+        d.recompute = self._still_to_compute(keys)
         if n:
-            logger.info("recomputing %d results of %s that no restarted process brought back", n, d.address)
+            logger.debug("recomputing %d results of %s that no restarted process brought back", n, d.address)
         self._maybe_forget(d)
 
     def _maybe_forget(self, d: Death) -> None:
         if d.decided and d.restart_over:
+            self._log_plan(d)
             lst = self.deaths.get(d.ident)
             if lst and d in lst:
                 lst.remove(d)
                 if not lst:
                     del self.deaths[d.ident]
+
+    def _still_to_compute(self, keys) -> list:
+        tasks = self.s.tasks
+        return [k for k in keys if (ts := tasks.get(k)) is not None
+                and ts.state not in ("released", "forgotten", "memory")]
+
+    # -- the two log lines --------------------------------------------------------------
+    @staticmethod
+    def _who(d: Death) -> str:
+        return f"{d.address} ({d.name})" if d.name is not None and str(d.name) != d.address else d.address
+
+    def _cause(self, d: Death) -> str:
+        r = d.report
+        if r is None:
+            if d.nanny_gone:
+                return f"its nanny {d.nanny} does not answer either ({d.nanny_gone}): lost for good"
+            if not d.nanny:
+                return "it had no nanny (no restart)"
+            return f"no word from its nanny within {self.report_timeout:g} s"
+        code = r.get("exitcode")
+        limit = r.get("memory_limit") or d.memory_limit
+        rss = r.get("rss") or 0
+        mem = f"RSS {format_bytes(rss)} of {format_bytes(limit)}" if limit else f"RSS {format_bytes(rss)}"
+        if r.get("memory_terminated"):
+            why = f"out of memory: terminated by its nanny ({mem})"
+        elif isinstance(code, int) and code < 0:
+            try:
+                sig = signal.Signals(-code).name
+            except ValueError:
+                sig = f"signal {-code}"
+            why = f"killed by signal {-code} ({sig})"
+            if self._verdict(d) == "oom":
+                why = f"out of memory: {why} at {mem}"
+        elif code is None:
+            why = "its process is gone"
+        else:
+            why = f"exited with code {code}"
+        return why + ("; its nanny restarts it" if r.get("restarting") else "; not restarted")
+
+    def _log_loss(self, d: Death) -> None:
+        """The loss line (once per death), then its recovery line if that is ready."""
+        if d.loss_logged:
+            return
+        d.loss_logged = True
+        if d.nanny:
+            self._awaiting.pop((d.nanny, d.pid), None)
+        queued = len(d.processing - d.executing)
+        logger.info("lost worker %s: %s; it held %d results no other worker has and was running %d tasks%s",
+                    self._who(d), self._cause(d), d.n_lost, len(d.executing),
+                    f" ({queued} more queued)" if queued else "")
+        if d.plan_line is not None:
+            fmt, args = d.plan_line
+            d.plan_line = None
+            logger.info(fmt, *args)
+
+    def _log_plan(self, d: Death) -> None:
+        """The recovery line (once per death, after its loss line): decided once the restart
+        is over and the verdict given."""
+        if d.planned:
+            return
+        d.planned = True
+        parts, args = [], []
+        if d.n_adopted:
+            parts.append("adopted %d results of its restarted process %s after %.2f s")
+            args += [d.n_adopted, d.adopted_by, d.adopted_after]
+        n = len(d.recompute)
+        if n:
+            s = "recomputing %d keys"
+            if self.failover is not None:
+                k, j = self.failover.loss_sources(d.recompute, d.fplan)
+                s += " (%d from checkpoints, %d from the journal)"
+                args += [n, k, j]
+            else:
+                args.append(n)
+            parts.append(s)
+        if d.n_rerun:
+            parts.append("re-running the %d tasks it was running" + (" (%d alone: out of memory)" if d.n_alone else ""))
+            args += [d.n_rerun] + ([d.n_alone] if d.n_alone else [])
+        for name, m in sorted(d.failed.items()):
+            parts.append("failing %d tasks with %s")
+            args += [m, name]
+        if not n and not d.n_rerun and not d.failed:
+            parts.append("nothing recomputed")
+        line = ("recovery for worker %s: " + "; ".join(parts), (self._who(d), *args))
+        if d.loss_logged:
+            logger.info(line[0], *line[1])
+        else:
+            d.plan_line = line
 
     # -- mechanics ----------------------------------------------------------------------
     def _hold(self, d: Death, ts) -> None:

@@ -18,13 +18,7 @@ def make_cluster(path, mars: bool, **kw) -> CLICluster:
     env.update(kw.pop("env", None) or {})
     c = CLICluster(path, mars=mars, n_workers=kw.pop("n_workers", 2), nthreads=kw.pop("nthreads", 1),
                    memory_limit=kw.pop("memory_limit", "3GiB"), env=env, fixed_port=True, **kw)
-    try:
-        c.start()
-    except BaseException:
-        c.close()
-        c.cleanup_dirs()
-        raise
-    return c
+    return c.start_or_clean_up()
 
 
 @pytest.fixture(scope="module")

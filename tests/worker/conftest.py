@@ -63,7 +63,11 @@ class CLICluster:
             "DASK_LOGGING__MARS_DASK": "info",
             "PYTHONPATH": str(REPO) + os.pathsep + self.env.get("PYTHONPATH", ""),
         })
-        self.env.update(env or {})
+        for k, v in (env or {}).items():  # (None: unset, e.g. to run with the default logging)
+            if v is None:
+                self.env.pop(k, None)
+            else:
+                self.env[k] = v
         self.scheduler_args = list(scheduler_args)
         self.worker_args = list(worker_args)
         self.procs: list[subprocess.Popen] = []
@@ -171,6 +175,16 @@ class CLICluster:
 
     def cleanup_dirs(self) -> None:
         shutil.rmtree(self.shm_dir, ignore_errors=True)
+
+    def start_or_clean_up(self) -> CLICluster:
+        """:meth:`start`; if that fails, kill what was started and remove the dirs."""
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            self.cleanup_dirs()
+            raise
+        return self
 
     # -- helpers ---------------------------------------------------------------------
     def workers(self) -> dict:
