@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from tests.worker.conftest import CLICluster
 
@@ -189,16 +190,12 @@ def open_page(browser, url: str, path: str, *, timeout: float = 30.0):
 
 
 def assert_screenshot(page, path: Path, *, colors: dict | None = None) -> None:
-    """Save a full-page PNG and check it shows something: a non-trivial size and, with
-    PIL, many distinct colours (text, axes, bars) and thousands of pixels drawn;
+    """Save a full-page PNG and check it shows something: a non-trivial size, then
+    (Pillow) many distinct colours (text, axes, bars) and thousands of pixels drawn;
     ``colors``: ``{(r, g, b): min pixels}`` that must be present (e.g. the bars' fill)."""
     page.screenshot(path=str(path), full_page=True)
     size = path.stat().st_size
     assert size > 8_000, f"{path.name}: {size} bytes, a blank page?"
-    try:
-        from PIL import Image
-    except ImportError:
-        return
     with Image.open(path) as im:
         rgb = im.convert("RGB")
         w, h = rgb.size
