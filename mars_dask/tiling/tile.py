@@ -10,6 +10,7 @@ Mars tiles unknown shapes iteratively, and what spares users dask.array's
 
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Callable, Iterable
 
@@ -62,9 +63,33 @@ def _tile_op(t: TileableData, run_for_meta: RunForMeta | None) -> None:
         raise TilingError(f"{type(op).__name__}.tile returned {len(result)} outputs, expected {len(outputs)}")
     for out, (chunks, nsplits) in zip(outputs, result):
         if out is not None:
-            out.set_chunks(chunks, nsplits)
+            out.set_chunks(_at_their_place(out, chunks, nsplits), nsplits)
     if not t.is_tiled:  # pragma: no cover - defensive
         raise TilingError(f"{type(op).__name__} did not tile {t!r}")
+
+
+def _same(x):
+    return x
+
+
+def _at_their_place(out: TileableData, chunks: list, nsplits) -> list:
+    """``chunks`` (in C order of the grid) with each one's ``index`` equal to its position.
+
+    An operand may hand an input's chunk on unchanged (``concatenate`` does, and slicing along
+    chunk boundaries), but that chunk's ``index`` is its place in the input: an operand
+    downstream that keys or places its own chunks by ``c.index`` would then make two chunks
+    with one key, silently wrong (``sort(concatenate([a, b]), axis=1)`` returned a row twice).
+    Such a chunk is put behind an identity chunk at its place in ``out``: blockwise, so the
+    emitter fuses it into a blockwise consumer (free), else one trivial task."""
+    fixed = None
+    for i, idx in enumerate(itertools.product(*(range(len(s)) for s in nsplits))):
+        c = chunks[i]
+        if tuple(c.index) != idx:
+            if fixed is None:
+                fixed = list(chunks)
+            fixed[i] = Chunk((out.key, *idx), idx, c.shape, _same, (c,), inputs=(c,), nbytes=c.nbytes,
+                             memory=c.nbytes if c.nbytes == c.nbytes else None, blockwise=True)
+    return chunks if fixed is None else fixed
 
 
 def _drive(gen: types.GeneratorType, run_for_meta: RunForMeta | None, op) -> list:
