@@ -20,14 +20,18 @@ What a page costs the scheduler: one report per refresh and page (``refresh`` be
 by the routes' functions (the tileables report walks the kept calls' tileables; the quota
 report one pass over the restricted keys not finished; the store page asks every worker,
 at most once per refresh; the failover report reads counters and recent events), and the
-rows sent to the browser are bounded (``MAX_ROWS``).
+rows sent to the browser are bounded (``MAX_ROWS``). Pages open at once share their reports:
+a report younger than half its page's refresh period, or still being built, is reused
+(``shared_answer``), so five open tabs cost one report per period, not five.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import time
+import weakref
 from datetime import datetime
 
 from bokeh.layouts import column, row
@@ -361,6 +365,22 @@ def _no_plugin(doc, title: str) -> None:
     doc.title = title
 
 
+#: scheduler -> {page name: (monotonic time started, the report's future)}
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def shared_answer(name: str, scheduler, plugin) -> dict:
+    """The report of page ``name``, built at most once per half refresh period for all the
+    pages open on ``scheduler`` (a report still being built, e.g. the store page's question
+    to the workers, is awaited by every page that asks meanwhile)."""
+    now = time.monotonic()
+    mine = _SHARED.setdefault(scheduler, {})
+    got = mine.get(name)
+    if got is None or now - got[0] > REFRESH_MS[name] / 2000:
+        got = mine[name] = (now, asyncio.ensure_future(_http.ANSWERS[name](scheduler, plugin)))
+    return await asyncio.shield(got[1])
+
+
 def _attach(doc, scheduler, pages: list[_Page]) -> None:
     """Render each page now and on its timer; a refresh still waiting (the store page asks
     the workers) is not started twice."""
@@ -374,7 +394,7 @@ def _attach(doc, scheduler, pages: list[_Page]) -> None:
             try:
                 plugin = scheduler.plugins.get(P.PLUGIN_NAME)
                 if plugin is not None and hasattr(plugin, "tracker"):
-                    page.render(await _http.ANSWERS[page.name](scheduler, plugin))
+                    page.render(await shared_answer(page.name, scheduler, plugin))
             except Exception:  # a page must not take the scheduler down: log and go on
                 logger.exception("mars_dask dashboard page %s", page.name)
             finally:
