@@ -56,7 +56,8 @@ def assert_tensor(t, expected, *, rtol=1e-7, atol=0, check_dtype=True, exact=Non
 
     Checks that the lazy metadata (shape where known, dtype) matched numpy's before
     execution, that the shape is fully known afterwards, and the values (exactly for
-    integer/bool dtypes, to ``rtol``/``atol`` for floats).
+    integer/bool dtypes, to ``rtol``/``atol`` for floats); a 0-d result must fetch as a numpy
+    scalar, as numpy's reductions give.
     """
     expected = np.asarray(expected)
     _same_shape(t.shape, expected.shape)
@@ -65,7 +66,8 @@ def assert_tensor(t, expected, *, rtol=1e-7, atol=0, check_dtype=True, exact=Non
     t.execute()
     assert tuple(t.shape) == expected.shape, (t.shape, expected.shape)
     got = t.fetch()
-    assert isinstance(got, np.ndarray), type(got)
+    # numpy (and Mars) give a scalar for a 0-d result, an array otherwise
+    assert isinstance(got, np.generic if expected.ndim == 0 else np.ndarray), type(got)
     assert got.shape == expected.shape, (got.shape, expected.shape)
     if check_dtype:
         assert got.dtype == expected.dtype, (got.dtype, expected.dtype)

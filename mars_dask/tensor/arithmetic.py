@@ -10,7 +10,9 @@ exactly, NEP 50 weak Python scalars included.
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
+import warnings
 
 import numpy as np
 
@@ -24,6 +26,7 @@ class TensorElementwise(TensorOperand):
     """``func(*args, **kwargs)`` block by block; ``args`` mixes tensors and constants."""
 
     _op_name = "elementwise"
+    sparse_aware = True  # its kernel is wrapped for sparse chunks in ``tile``
 
     def __init__(self, func, args, kwargs, nout=1):
         tensors = [a for a in args if isinstance(a, Tensor)]
@@ -64,6 +67,12 @@ class TensorElementwise(TensorOperand):
                 ])
         template = self.args_spec
         func, kwargs = self.func, self.kwargs
+        if builtins.any(t.issparse for t in self.inputs):
+            from .sparse import elementwise_kernel
+
+            out0 = self.outputs[0]
+            func = elementwise_kernel(func, template, [t.issparse for t in self.inputs],
+                                      out_sparse=out0.issparse if out0 is not None else None)
         results = [[] for _ in range(self.nout)]
         dtypes = [o.dtype if o is not None else None for o in self.outputs]
         okey = self.output_key(0)
@@ -119,8 +128,25 @@ def _probe(x):
     return x
 
 
-def elementwise(func, *args, dtype=None, nout=1, name=None, **kwargs):
-    """Apply numpy ``func`` element-wise to tensors/array-likes/scalars with broadcasting."""
+def _layout(t: Tensor) -> str:
+    """"CF" when at most one axis is longer than 1 (both contiguous, as numpy's flags say),
+    else the tensor's order."""
+    if builtins.sum(1 for s in t.shape if s != 1) <= 1:
+        return "CF"
+    return "F" if t.order == "F" else "C"
+
+
+def keep_order(tensors) -> str:
+    """The layout numpy's ``order="K"`` gives an element-wise result of ``tensors``:
+    Fortran when every input is Fortran-contiguous (broadcast rows/columns and 1-d inputs
+    are both) and at least one is only that, else C."""
+    lays = [_layout(t) for t in tensors if isinstance(t, Tensor)]
+    if "C" in lays:
+        return "C"
+    return "F" if "F" in lays else "C"
+
+
+def _operands(args) -> list:
     targs = []
     for a in args:
         if isinstance(a, Tensor) or is_scalar_like(a) or a is None or isinstance(a, (np.dtype, type)):
@@ -129,10 +155,27 @@ def elementwise(func, *args, dtype=None, nout=1, name=None, **kwargs):
             targs.append(astensor(a))
         else:
             raise _NotSupported(f"unsupported operand type {type(a).__name__}")
-    tensors = [a for a in targs if isinstance(a, Tensor)]
-    if not tensors:
+    if not builtins.any(isinstance(a, Tensor) for a in targs):
         targs[0] = astensor(targs[0])
-        tensors = [targs[0]]
+    return targs
+
+
+def _new_elementwise(func, targs, kwargs, dtypes, shape, order=None):
+    op = TensorElementwise(func, targs, kwargs, nout=len(dtypes))
+    order = order or keep_order(targs)
+    outs = op.new_tensors([(shape, dt) for dt in dtypes], order=order)
+    if len(dtypes) == 1 and builtins.any(t.issparse() for t in targs if isinstance(t, Tensor)):
+        from .sparse import output_is_sparse
+
+        outs[0].data.issparse = output_is_sparse(func, targs, kwargs)
+    return outs[0] if len(dtypes) == 1 else tuple(outs)
+
+
+def elementwise(func, *args, dtype=None, nout=1, name=None, **kwargs):
+    """Apply numpy ``func`` element-wise to tensors/array-likes/scalars with broadcasting.
+    The result keeps the inputs' memory order as numpy's ``order="K"``."""
+    targs = _operands(args)
+    tensors = [a for a in targs if isinstance(a, Tensor)]
     shape = broadcast_shape(*[t.shape for t in tensors])
     if dtype is None or nout > 1:
         with np.errstate(all="ignore"):
@@ -143,21 +186,124 @@ def elementwise(func, *args, dtype=None, nout=1, name=None, **kwargs):
             dtypes = [np.dtype(dtype)] * nout
     else:
         dtypes = [np.dtype(dtype)]
-    op = TensorElementwise(func, targs, kwargs, nout=nout)
-    outs = op.new_tensors([(shape, dt) for dt in dtypes])
-    return outs[0] if nout == 1 else tuple(outs)
+    return _new_elementwise(func, targs, kwargs, dtypes, shape)
 
 
-def _check_kwargs(name, kwargs):
-    out = kwargs.pop("out", None)
-    where = kwargs.pop("where", True)
-    bad = set(kwargs) - {"dtype", "casting", "order", "subok"}
+# ---- ufuncs with numpy's keywords (out=, where=, dtype=, casting=, order=) --------------
+
+_UFUNC_KWARGS = {"out", "where", "dtype", "casting", "order", "subok", "signature"}
+
+
+def _ufunc_kernel(uf, kw, nin, out_given, has_where, dtypes, *arrays):
+    """``uf(*inputs, out=..., where=..., **kw)`` on one block.  ``out`` blocks are copied
+    (stored chunks are never written to); outputs not given are fresh zeros when ``where``
+    is given (numpy leaves them uninitialized)."""
+    ins, rest = arrays[:nin], list(arrays[nin:])
+    where = rest.pop() if has_where else True
+    shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
+    outs, it = [], iter(rest)
+    for given, dt in zip(out_given, dtypes):
+        if given:
+            outs.append(np.array(next(it), dtype=dt, copy=True))
+        elif has_where:
+            outs.append(np.zeros(shape, dtype=dt))
+        else:
+            outs.append(None)
+    res = uf(*ins, out=tuple(outs), where=where, **kw)
+    return tuple(res) if isinstance(res, tuple) else res
+
+
+def _normalize_out(name, out, nout):
+    if out is None:
+        return [None] * nout
+    outs = list(out) if isinstance(out, tuple) else [out]
+    if len(outs) != nout:
+        raise ValueError(f"The 'out' tuple must have exactly {nout} entries: one per ufunc output")
+    for o in outs:
+        if o is not None and not isinstance(o, Tensor):
+            raise TypeError(f"{name}(): out should be a Tensor, got {type(o).__name__}")
+    return outs
+
+
+def call_ufunc(uf: np.ufunc, args, kwargs):
+    """``uf(*args, **kwargs)`` lazily, with numpy's keywords and semantics: the result dtype,
+    the casting checks (``UFuncTypeError``) and the broadcasting against ``out`` are numpy's
+    own (asked on one-element probes); ``out=`` tensors (or a tuple, one per output, None
+    allowed) take the results' data and are returned, as Mars does."""
+    name = uf.__name__
+    if len(args) != uf.nin:
+        if len(args) == uf.nin + uf.nout and "out" not in kwargs:  # numpy: outputs positional
+            args, kwargs = args[: uf.nin], {**kwargs, "out": tuple(args[uf.nin:])}
+        else:
+            raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments "
+                            f"but {len(args)} were given")
+    bad = set(kwargs) - _UFUNC_KWARGS
     if bad:
-        raise TypeError(f"{name}() got unexpected keyword argument(s) {sorted(bad)}")
-    return out, where
+        raise TypeError(f"{name}() got an unexpected keyword argument {sorted(bad)[0]!r}")
+    kwargs = dict(kwargs)
+    outs = _normalize_out(name, kwargs.pop("out", None), uf.nout)
+    where = kwargs.pop("where", True)
+    kwargs.pop("subok", None)
+    order = kwargs.get("order", "K")
+    if not builtins.any(o is not None for o in outs) and (where is True) and not kwargs:
+        return elementwise(uf, *args, nout=uf.nout)  # the plain call (sparse inputs welcome)
+    targs = _operands(args)
+    has_where = where is not True
+    if has_where and not is_scalar_like(where):
+        where = astensor(where)
+    tensors = [a for a in targs if isinstance(a, Tensor)]
+    shape = broadcast_shape(*[t.shape for t in tensors], *([where.shape] if isinstance(where, Tensor) else []))
+    for o in outs:
+        if o is not None and broadcast_shape(shape, o.shape) != tuple(o.shape):
+            raise ValueError(f"non-broadcastable output operand with shape {tuple(o.shape)} doesn't match "
+                             f"the broadcast shape {tuple(shape)}")
+        if o is not None:
+            shape = tuple(o.shape)
+    # numpy checks the dtypes, casting rules and keywords on one-element probes
+    probe_outs = tuple(np.empty((1,), dtype=o.dtype) if o is not None else None for o in outs)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = uf(*[_probe(a) for a in targs], out=probe_outs, where=_probe(where) if has_where else True, **kwargs)
+    res = res if isinstance(res, tuple) else (res,)
+    dtypes = [np.asarray(r).dtype for r in res]
+    out_given = tuple(o is not None for o in outs)
+    kernel = functools.partial(_ufunc_kernel, uf, kwargs, len(targs), out_given, has_where, tuple(dtypes))
+    operands = [*targs, *[o for o in outs if o is not None], *([where] if has_where else [])]
+    if order in ("C", "F"):
+        layout = order
+    elif order == "A":
+        layout = "F" if tensors and all(_layout(t) != "C" for t in tensors) and keep_order(tensors) == "F" else "C"
+    else:
+        layout = keep_order(tensors)
+    results = _new_elementwise(kernel, operands, {}, dtypes, shape, order=layout)
+    results = results if isinstance(results, tuple) else (results,)
+    final = []
+    for o, r in zip(outs, results):
+        if o is None:
+            final.append(r)
+            continue
+        r.data.order = o.order
+        o.data = r.data
+        final.append(o)
+    return final[0] if uf.nout == 1 else tuple(final)
+
+
+def _make_ufunc(uf: np.ufunc):
+    name = uf.__name__
+
+    def func(*args, **kwargs):
+        return call_ufunc(uf, args, kwargs)
+
+    func.__name__ = name
+    func.__qualname__ = name
+    func.__doc__ = (f"Element-wise ``numpy.{name}`` on tensors, with numpy's keywords (``out``, ``where``, "
+                    "``dtype``, ``casting``, ``order``): see numpy's documentation.")
+    return func
 
 
 def _assign_out(out, result):
+    """Mars's ``out=`` for the non-ufunc element-wise functions: ``out`` takes the result
+    cast to its dtype (numpy's "same_kind" rule checked)."""
     if out is None:
         return result
     if isinstance(out, tuple):
@@ -166,40 +312,21 @@ def _assign_out(out, result):
         out = out[0]
     if not isinstance(out, Tensor):
         raise TypeError("out must be a mars_dask Tensor")
+    if broadcast_shape(result.shape, out.shape) != tuple(out.shape):
+        raise ValueError(f"non-broadcastable output operand with shape {tuple(out.shape)} doesn't match "
+                         f"the broadcast shape {tuple(result.shape)}")
+    if not np.can_cast(result.dtype, out.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast output from {result.dtype!r} to {out.dtype!r} with casting rule 'same_kind'")
+    order = out.order
     if tuple(out.shape) != tuple(result.shape):
-        raise ValueError(f"out has shape {out.shape}, but the result has shape {result.shape}")
-    out.data = result.astype(out.dtype).data
+        from .manipulation import broadcast_to
+
+        result = broadcast_to(result, out.shape)
+    result = result.astype(out.dtype, copy=False)
+    if result.data is not out.data:
+        result.data.order = order
+    out.data = result.data
     return out
-
-
-def _make_ufunc(uf: np.ufunc):
-    name = uf.__name__
-
-    def func(*args, **kwargs):
-        if len(args) != uf.nin:
-            raise TypeError(f"{name}() takes {uf.nin} positional argument(s), got {len(args)}")
-        out, where = _check_kwargs(name, kwargs)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("subok", None)
-        kw = {k: v for k, v in kwargs.items() if k in ("casting", "order")}
-        if dtype is not None:
-            kw["dtype"] = dtype
-        if where is not True:
-            if uf.nout != 1:
-                raise TypeError(f"{name}(): where= is not supported for multi-output ufuncs")
-            base = out if out is not None else None
-            res = elementwise(uf, *args, nout=1, **kw)
-            if base is None:
-                raise TypeError(f"{name}(): where= needs out= (as numpy, whose other values are undefined)")
-            res = where_(where, res, base)
-            return _assign_out(out, res)
-        res = elementwise(uf, *args, nout=uf.nout, **kw)
-        return _assign_out(out, res) if uf.nout == 1 else res
-
-    func.__name__ = name
-    func.__qualname__ = name
-    func.__doc__ = f"Element-wise ``numpy.{name}`` on tensors (see numpy's documentation)."
-    return func
 
 
 # generalized ufuncs (matmul, vecdot, ...) have core dimensions: they are not element-wise
@@ -300,11 +427,16 @@ def _astype_kernel(a, dtype, casting):
     return a.astype(dtype, casting=casting)
 
 
-def astype(a, dtype, casting="unsafe", copy=True):
+def astype(a, dtype, casting="unsafe", copy=True, order="K"):
     a = astensor(a)
     dtype = np.dtype(dtype)
+    if order not in ("K", "A", "C", "F"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
     if not np.can_cast(a.dtype, dtype, casting=casting):
         raise TypeError(f"Cannot cast tensor from {a.dtype!r} to {dtype!r} according to the rule {casting!r}")
-    if dtype == a.dtype and not copy:
+    want = keep_order([a]) if order in ("K", "A") else order
+    if dtype == a.dtype and not copy and (want == a.order or _layout(a) == "CF"):
         return a
-    return elementwise(_astype_kernel, a, dtype, casting, dtype=dtype)
+    res = elementwise(_astype_kernel, a, dtype, casting, dtype=dtype)
+    res.data.order = want
+    return res

@@ -26,12 +26,14 @@ from .utils import nbytes_of, prod
 
 
 class TensorData(TileableData):
-    __slots__ = ("dtype", "order")
+    __slots__ = ("dtype", "order", "issparse")
 
-    def __init__(self, op, shape, dtype, key, order: str = "C"):
+    def __init__(self, op, shape, dtype, key, order: str = "C", issparse: bool = False):
         super().__init__(op, shape, key)
         self.dtype = np.dtype(dtype)
         self.order = order
+        #: chunks are sparse matrices (see ``tensor/sparse.py``)
+        self.issparse = issparse
 
     @property
     def size(self) -> float:
@@ -46,20 +48,31 @@ class TensorOperand(Operand):
     """Base class of tensor operations (see the module docstring for the conventions)."""
 
     _op_name = "tensor-op"
+    #: the operand's kernels take sparse chunks (``tensor/sparse.py``); others get dense inputs
+    sparse_aware = False
 
-    def new_tensors(self, shapes_dtypes: Sequence[tuple], key: str | None = None) -> list[Tensor]:
-        """Create the output tensors of this operand: one per ``(shape, dtype)``."""
+    def __init__(self, inputs=(), **params):
+        inputs = list(inputs)
+        if any(getattr(i, "issparse", False) is True for i in inputs):
+            from .sparse import densify_inputs
+
+            inputs = densify_inputs(type(self), inputs)
+        super().__init__(inputs, **params)
+
+    def new_tensors(self, shapes_dtypes: Sequence[tuple], key: str | None = None, order: str = "C") -> list[Tensor]:
+        """Create the output tensors of this operand: one per ``(shape, dtype)``; ``order``
+        ("C" or "F") is the memory layout the fetched arrays get (numpy's ``order``)."""
         base = key or self.make_key()
         outs = []
         for i, (shape, dtype) in enumerate(shapes_dtypes):
             k = base if len(shapes_dtypes) == 1 else f"{base}-{i}"
-            data = TensorData(self, tuple(shape), dtype, k)
+            data = TensorData(self, tuple(shape), dtype, k, order=order)
             self.add_output(data)
             outs.append(Tensor(data))
         return outs
 
-    def new_tensor(self, shape, dtype, key: str | None = None) -> Tensor:
-        return self.new_tensors([(shape, dtype)], key=key)[0]
+    def new_tensor(self, shape, dtype, key: str | None = None, order: str = "C") -> Tensor:
+        return self.new_tensors([(shape, dtype)], key=key, order=order)[0]
 
     def new_chunk(
         self,
@@ -126,6 +139,39 @@ class _NotSupported(TypeError):
     pass
 
 
+class TensorFlags(dict):
+    """``Tensor.flags``: Mars's dict ``{"C_CONTIGUOUS": ..., "F_CONTIGUOUS": ...}`` (from the
+    tensor's ``order``; both true for 0-d and 1-d tensors), also readable as numpy's flags
+    object (``flags.c_contiguous``, ``flags["F"]``, ``owndata``/``writeable``: true, as the
+    fetched array's)."""
+
+    _ALIASES = {"C": "C_CONTIGUOUS", "CONTIGUOUS": "C_CONTIGUOUS", "F": "F_CONTIGUOUS",
+                "FORTRAN": "F_CONTIGUOUS", "O": "OWNDATA", "W": "WRITEABLE"}
+
+    def __missing__(self, key):
+        if isinstance(key, str):
+            name = self._ALIASES.get(key.upper(), key.upper())
+            if name in ("OWNDATA", "WRITEABLE"):
+                return True
+            if name in self:
+                return self[name]
+        raise KeyError(f"Unknown flag {key!r}")
+
+    def __getattr__(self, name):
+        try:
+            return self[name.upper()]
+        except KeyError:
+            raise AttributeError(f"'flags' object has no attribute {name!r}") from None
+
+    @property
+    def contiguous(self) -> bool:
+        return self["C_CONTIGUOUS"]
+
+    @property
+    def fortran(self) -> bool:
+        return self["F_CONTIGUOUS"]
+
+
 class Tensor(Tileable):
     """A lazy n-dimensional array (Mars's ``Tensor``).  Build expressions with numpy-style
     functions and operators, then ``.execute()`` and ``.fetch()``."""
@@ -155,6 +201,14 @@ class Tensor(Tileable):
         return self._data.order
 
     @property
+    def flags(self) -> TensorFlags:
+        """Mars's ``{"C_CONTIGUOUS": ..., "F_CONTIGUOUS": ...}`` from ``order``; both true where
+        numpy's fetched array has both (0-d/1-d, at most one axis longer than 1, or empty)."""
+        shape = self.shape
+        both = 0 in shape or sum(1 for s in shape if s != 1) <= 1
+        return TensorFlags(C_CONTIGUOUS=both or self.order != "F", F_CONTIGUOUS=both or self.order == "F")
+
+    @property
     def T(self) -> Tensor:
         return self.transpose()
 
@@ -174,9 +228,24 @@ class Tensor(Tileable):
     def __iter__(self):
         raise TypeError("iterating over a lazy tensor is not supported; fetch() it first")
 
+    def issparse(self) -> bool:
+        return self._data.issparse
+
+    def tosparse(self, missing=None) -> Tensor:
+        from .sparse import tosparse
+
+        return tosparse(self, missing=missing)
+
+    def todense(self, fill_value=None) -> Tensor:
+        from .sparse import todense
+
+        return todense(self, fill_value=fill_value)
+
     @staticmethod
     def _assemble_meta(data: TensorData):
-        return (data.chunk_shape, data.dtype, data.shape)
+        if data.issparse:
+            return ("sparse", data.chunk_shape, data.dtype, data.shape)
+        return (data.chunk_shape, data.dtype, data.shape, data.order)
 
     @staticmethod
     def _assemble(meta, parts: list):
@@ -184,17 +253,25 @@ class Tensor(Tileable):
 
         from ..tiling.tileable import _nest
 
-        chunk_shape, dtype, shape = meta
-        if len(shape) == 0:
-            return np.asarray(parts[0]).reshape(())
+        if meta[0] == "sparse":
+            from .sparse import assemble
+
+            return assemble(meta[1:], parts)
+        chunk_shape, dtype, shape, order = meta
+        if len(shape) == 0:  # numpy gives a scalar (np.float64(15.0)), not a 0-d array
+            return np.asarray(parts[0]).reshape(())[()]
         if not parts or 0 in chunk_shape:
-            return np.empty(tuple(0 if s != s else int(s) for s in shape), dtype=dtype)
-        return concatenate3(_nest(parts, chunk_shape))
+            return np.empty(tuple(0 if s != s else int(s) for s in shape), dtype=dtype, order=order)
+        out = concatenate3(_nest(parts, chunk_shape))
+        if order == "F" and len(shape) > 1 and isinstance(out, np.ndarray) and not out.flags.f_contiguous:
+            return np.asfortranarray(out)
+        return out
 
     def __array__(self, dtype=None, copy=None):
         if not self._data.is_executed:
             self.execute()
-        arr = np.asarray(self.fetch())
+        got = self.fetch()
+        arr = got.toarray() if self._data.issparse else np.asarray(got)
         return arr.astype(dtype) if dtype is not None else arr
 
     def to_numpy(self):
@@ -300,12 +377,13 @@ class Tensor(Tileable):
     def astype(self, dtype, order="K", casting="unsafe", copy=True):
         from .arithmetic import astype
 
-        return astype(self, dtype, casting=casting, copy=copy)
+        return astype(self, dtype, casting=casting, copy=copy, order=order)
 
-    def copy(self):
+    def copy(self, order="C"):
+        """A copy (numpy's ``ndarray.copy``: C order unless ``order`` says otherwise)."""
         from .arithmetic import astype
 
-        return astype(self, self.dtype, copy=True)
+        return astype(self, self.dtype, copy=True, order=order)
 
     def rechunk(self, chunk_size):
         from .rechunk import rechunk
@@ -351,15 +429,16 @@ class Tensor(Tileable):
 
         return dot(self, other)
 
-    def clip(self, a_min=None, a_max=None):
+    def clip(self, a_min=None, a_max=None, out=None):
+        # ``out`` also lets ``np.clip(tensor, ...)`` (which calls this method) stay lazy
         from .arithmetic import clip
 
-        return clip(self, a_min, a_max)
+        return clip(self, a_min, a_max, out=out)
 
-    def round(self, decimals=0):
+    def round(self, decimals=0, out=None):
         from .arithmetic import around
 
-        return around(self, decimals=decimals)
+        return around(self, decimals=decimals, out=out)
 
     def sort(self, axis=-1, kind=None, order=None):
         """In-place sort, as ``numpy.ndarray.sort`` (the handle now points at sorted data)."""

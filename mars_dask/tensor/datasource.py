@@ -15,7 +15,9 @@ from .utils import chunk_grid, chunk_shape_at, normalize_chunk_size, offsets
 __all__ = [
     "tensor", "array", "asarray", "full", "ones", "zeros", "empty", "full_like", "ones_like",
     "zeros_like", "empty_like", "from_dask", "arange", "linspace", "eye", "identity", "diag",
-    "tril", "triu",
+    "tril", "triu", "from_dataframe", "fromzarr", "from_zarr", "tozarr", "to_zarr", "fromhdf5", "from_hdf5",
+    "tohdf5", "to_hdf5", "fromtiledb", "from_tiledb", "totiledb", "to_tiledb", "fromvineyard", "from_vineyard",
+    "tovineyard", "to_vineyard", "imread",
 ]
 
 
@@ -59,26 +61,47 @@ def cast(t: Tensor, dtype) -> Tensor:
     return elementwise(_cast_kernel, t, dtype.str, dtype=dtype)
 
 
+def _is_spmatrix(data) -> bool:
+    """A ``scipy.sparse`` matrix/array, or a 2-d pydata ``sparse`` array (converted)."""
+    mod = type(data).__module__ or ""
+    return mod.startswith("scipy.sparse") or (mod.startswith("sparse") and hasattr(data, "tocsr"))
+
+
 def tensor(data=None, dtype=None, order="K", chunk_size=None, gpu=None, sparse=False) -> Tensor:
     """A tensor from array-like ``data`` (numpy array, nested lists, scalar, dask array or
-    Tensor; a Tensor is cast to ``dtype`` and re-cut to ``chunk_size`` when given)."""
+    Tensor; a Tensor is cast to ``dtype`` and re-cut to ``chunk_size`` when given).  A
+    ``scipy.sparse`` matrix, or ``sparse=True``, gives a sparse tensor (``tensor/sparse.py``)."""
+    from . import sparse as _sparse
+
     if isinstance(data, Tensor):
         if dtype is not None:
             data = cast(data, dtype)
         if chunk_size is not None:
             from .rechunk import rechunk
 
-            data = rechunk(data, chunk_size)
-        return data
+            data = _sparse.rechunk(data, chunk_size) if data.issparse() else rechunk(data, chunk_size)
+        return _sparse.tosparse(data) if sparse else data
+    if _is_spmatrix(data):
+        if not _sps_module(data):
+            data = data.tocsr()
+        return _sparse.from_spmatrix(data, dtype=dtype, chunk_size=chunk_size)
+    if sparse:
+        dense = tensor(data, dtype=dtype, order=order, chunk_size=chunk_size)
+        return _sparse.tosparse(dense)
     if hasattr(data, "__dask_graph__") and hasattr(data, "chunks") and hasattr(data, "dtype"):
         return tensor(from_dask(data), dtype=dtype, chunk_size=chunk_size)
     _check_order(order, "CFKA")
-    arr = np.array(data, dtype=dtype, order="C" if order in ("K", "A") else order)
+    arr = np.array(data, dtype=dtype, order=order)  # "K"/"A" keep Fortran data Fortran, as Mars
     if arr.dtype == object:
         raise TypeError("object dtype tensors are not supported")
     normalize_chunk_size(arr.shape, chunk_size, arr.dtype.itemsize)  # validate now
     op = ArrayDataSource(arr, chunk_size)
-    return op.new_tensor(arr.shape, arr.dtype, key=new_key("tensor", arr, chunk_size))
+    layout = "F" if arr.flags.f_contiguous and not arr.flags.c_contiguous else "C"
+    return op.new_tensor(arr.shape, arr.dtype, key=new_key("tensor", arr, chunk_size, layout), order=layout)
+
+
+def _sps_module(data) -> bool:
+    return (type(data).__module__ or "").startswith("scipy.sparse")
 
 
 array = tensor
@@ -178,21 +201,45 @@ def full(shape, fill_value, dtype=None, chunk_size=None, order="C", gpu=None, sp
         if np.broadcast_shapes(fill.shape, shape) != shape:
             raise ValueError(f"could not broadcast fill_value of shape {fill.shape} into shape {shape}")
         fill_value = fill
+    if sparse:
+        if not fill.ndim and fill_value == 0:
+            return _sparse_generated("zeros", shape, dtype, chunk_size, (np.dtype(dtype),), "full")
+        return _to_sparse(full(shape, fill_value, dtype=dtype, chunk_size=chunk_size), "full")
     return _generated(_full_kernel, shape, dtype, chunk_size, (fill_value, np.dtype(dtype), order), order)
 
 
+def _to_sparse(t: Tensor, what: str) -> Tensor:
+    from . import sparse as _sparse
+
+    _sparse.check_sparse_shape(t.shape, what)
+    return _sparse.tosparse(t)
+
+
+def _sparse_generated(name, shape, dtype, chunk_size, args, what) -> Tensor:
+    """A sparse tensor whose CSR chunks ``sparse.generated_kernel(name)`` computes."""
+    from . import sparse as _sparse
+
+    _sparse.check_sparse_shape(shape, what)
+    t = _generated(_sparse.generated_kernel(name), shape, dtype, chunk_size, args)
+    t.data.issparse = True
+    return t
+
+
 def ones(shape, dtype=None, chunk_size=None, order="C", gpu=None, sparse=False) -> Tensor:
-    return full(shape, 1, dtype=dtype or np.float64, chunk_size=chunk_size, order=order)
+    return full(shape, 1, dtype=dtype or np.float64, chunk_size=chunk_size, order=order, sparse=sparse)
 
 
 def zeros(shape, dtype=None, chunk_size=None, order="C", gpu=None, sparse=False) -> Tensor:
-    return full(shape, 0, dtype=dtype or np.float64, chunk_size=chunk_size, order=order)
+    return full(shape, 0, dtype=dtype or np.float64, chunk_size=chunk_size, order=order, sparse=sparse)
 
 
 def empty(shape, dtype=None, chunk_size=None, order="C", gpu=None, sparse=False) -> Tensor:
-    """Uninitialised values: a random key, so two ``empty`` tensors never share data."""
+    """Uninitialised values: a random key, so two ``empty`` tensors never share data (a
+    sparse ``empty`` stores nothing: zeros)."""
     shape = _normalize_shape(shape)
     dtype = np.dtype(dtype or np.float64)
+    if sparse:
+        return _sparse_generated("zeros", shape, dtype, chunk_size, (dtype,), "empty")
     return _generated(_empty_kernel, shape, dtype, chunk_size, (dtype, order), order, key=random_key("empty"))
 
 
@@ -220,20 +267,29 @@ def _like(a, fill_value, dtype, chunk_size, shape, order):
     return full(shape, fill_value, dtype=dtype, chunk_size=chunk_size, order=order)
 
 
+def _like_sparse(a, out: Tensor) -> Tensor:
+    """``*_like`` of a sparse tensor is sparse (Mars)."""
+    if isinstance(a, Tensor) and a.issparse() and out.ndim == 2:
+        from .sparse import tosparse
+
+        return tosparse(out)
+    return out
+
+
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, chunk_size=None, **kw) -> Tensor:
-    return _like(a, fill_value, dtype, chunk_size, shape, order)
+    return _like_sparse(a, _like(a, fill_value, dtype, chunk_size, shape, order))
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, chunk_size=None, **kw) -> Tensor:
-    return _like(a, 1, dtype, chunk_size, shape, order)
+    return _like_sparse(a, _like(a, 1, dtype, chunk_size, shape, order))
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, chunk_size=None, **kw) -> Tensor:
-    return _like(a, 0, dtype, chunk_size, shape, order)
+    return _like_sparse(a, _like(a, 0, dtype, chunk_size, shape, order))
 
 
 def empty_like(a, dtype=None, order="K", subok=True, shape=None, chunk_size=None, **kw) -> Tensor:
-    return _like(a, None, dtype, chunk_size, shape, order)
+    return _like_sparse(a, _like(a, None, dtype, chunk_size, shape, order))
 
 
 # ---- ranges -------------------------------------------------------------------------------
@@ -337,11 +393,13 @@ def eye(N, M=None, k=0, dtype=None, chunk_size=None, order="C", gpu=None, sparse
     k = operator.index(k)
     shape = _normalize_shape((N, M))
     dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if sparse:
+        return _sparse_generated("eye", shape, dtype, chunk_size, (k, dtype), "eye")
     return _generated(_eye_kernel, shape, dtype, chunk_size, (k, dtype, order), order)
 
 
 def identity(n, dtype=None, chunk_size=None, gpu=None, sparse=False) -> Tensor:
-    return eye(n, dtype=dtype, chunk_size=chunk_size)
+    return eye(n, dtype=dtype, chunk_size=chunk_size, sparse=sparse)
 
 
 # ---- diagonals and triangles --------------------------------------------------------------
@@ -425,7 +483,12 @@ def diag(v, k=0, sparse=None, gpu=None, chunk_size=None) -> Tensor:
         shape = (max(0, min(R - max(0, -k), C - max(0, k))),) if not has_unknown(v.shape) else (math.nan,)
     else:
         raise ValueError("Input must be 1- or 2-d.")
-    return TensorDiag([v.data], k=k).new_tensor(shape, v.dtype)
+    if v.issparse():
+        from .sparse import todense
+
+        v = todense(v)
+    out = TensorDiag([v.data], k=k).new_tensor(shape, v.dtype)
+    return _to_sparse(out, "diag") if sparse and out.ndim == 2 else out
 
 
 def _tri_kernel(block, k, lower):
@@ -553,3 +616,228 @@ def to_dask(t: Tensor):
         deps[t.key] |= {c.key[0] for c in t.chunks if c.key[0] != t.key and c.key[0] in layers}
         graph = HighLevelGraph(layers, deps)
     return da.Array(graph, t.key, chunks=t.nsplits, dtype=t.dtype)
+
+
+# ---- DataFrames -----------------------------------------------------------------------------
+
+
+def _frame_to_numpy(df, dtype):
+    return np.asarray(df.to_numpy(dtype=dtype), order="F")
+
+
+class TensorFromDataFrame(TensorOperand):
+    """One tensor chunk per row chunk of a DataFrame (Mars's ``from_dataframe``)."""
+
+    _op_name = "from-dataframe"
+
+    def tile(self):
+        (df,) = self.inputs
+        ncols = self.output.shape[1]
+        chunks = []
+        for i, c in enumerate(df.chunks):
+            chunks.append(self.new_chunk((i, 0), (c.shape[0], ncols), _frame_to_numpy, (c, self.dtype),
+                                         blockwise=True))
+        return [(chunks, (tuple(df.nsplits[0]), (ncols,)))]
+
+
+def from_dataframe(in_df, dtype=None) -> Tensor:
+    """A 2-d tensor of a DataFrame's values (``DataFrame.to_numpy``), F-ordered as Mars's;
+    ``dtype`` defaults to pandas' common dtype of the columns."""
+    import pandas as pd
+
+    if isinstance(in_df, pd.DataFrame):
+        return tensor(in_df.to_numpy(dtype=dtype))
+    meta = getattr(getattr(in_df, "data", None), "meta", None)
+    if not isinstance(meta, pd.DataFrame):
+        raise TypeError(f"from_dataframe expects a DataFrame, got {type(in_df).__name__}")
+    dtype = np.dtype(meta.to_numpy().dtype if dtype is None else dtype)
+    if dtype.kind == "O":
+        raise TypeError("object dtype tensors are not supported (the DataFrame's columns have no common "
+                        "numeric dtype); pass dtype=")
+    op = TensorFromDataFrame([in_df.data], dtype=dtype)
+    t = op.new_tensor((in_df.data.shape[0], len(meta.columns)), dtype)
+    t.data.order = "F"
+    return t
+
+
+# ---- optional readers and writers (zarr, HDF5) and integrations not shipped ----------------------
+
+
+def _require(module: str, what: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{what} needs the {module!r} package, which is not installed: pip install {module}") from None
+
+
+def _read_block(opener, path, key, sl):
+    with opener(path) as ds:
+        return np.asarray(ds[key][sl] if key is not None else ds[sl])
+
+
+def _open_zarr(path):
+    import contextlib
+
+    import zarr
+
+    return contextlib.nullcontext(zarr.open(path, mode="r"))
+
+
+def _open_hdf5(path):
+    import h5py
+
+    return h5py.File(path, "r")
+
+
+class TensorFromStore(TensorOperand):
+    """Blocks of a zarr/HDF5 array, read by each chunk's task."""
+
+    _op_name = "from-store"
+
+    def tile(self):
+        out = self.output
+        nsplits = normalize_chunk_size(out.shape, self.chunk_size, out.dtype.itemsize)
+        offs = [offsets(s) for s in nsplits]
+        chunks = []
+        for idx in chunk_grid(nsplits):
+            sl = tuple(slice(o[i], o[i + 1]) for o, i in zip(offs, idx))
+            chunks.append(self.new_chunk(idx, chunk_shape_at(nsplits, idx), _read_block,
+                                         (self.opener, self.path, self.dataset, sl)))
+        return [(chunks, nsplits)]
+
+
+def _dataset_path(group, dataset):
+    if dataset is None:
+        return group
+    return f"{group.rstrip('/')}/{dataset}" if group else dataset
+
+
+def fromzarr(path, group=None, dataset=None, chunk_size=None) -> Tensor:
+    """A tensor reading a zarr array (``path`` a store path or a ``zarr.Array``)."""
+    zarr = _require("zarr", "fromzarr")
+    if isinstance(path, zarr.Array):
+        arr = path
+        path, key = arr.store, (getattr(arr, "path", "") or None)
+    else:
+        key = _dataset_path(group, dataset)
+        root = zarr.open(path, mode="r")
+        arr = root[key] if key else root
+    chunk_size = chunk_size if chunk_size is not None else arr.chunks
+    op = TensorFromStore([], opener=_open_zarr, path=path, dataset=key, chunk_size=chunk_size)
+    return op.new_tensor(arr.shape, arr.dtype)
+
+
+def fromhdf5(hdf5_file, group=None, dataset=None, chunk_size=None) -> Tensor:
+    """A tensor reading an HDF5 dataset (``hdf5_file`` a file name or an ``h5py.Dataset``)."""
+    h5py = _require("h5py", "fromhdf5")
+    if isinstance(hdf5_file, h5py.Dataset):
+        filename, key = hdf5_file.file.filename, hdf5_file.name
+    else:
+        filename, key = hdf5_file, _dataset_path(group, dataset)
+        if key is None:
+            raise ValueError("`dataset` should be provided")
+    with h5py.File(filename, "r") as f:
+        ds = f[key]
+        shape, dtype = ds.shape, ds.dtype
+        chunk_size = chunk_size if chunk_size is not None else ds.chunks
+    op = TensorFromStore([], opener=_open_hdf5, path=filename, dataset=key, chunk_size=chunk_size)
+    return op.new_tensor(shape, dtype)
+
+
+def _write_zarr(path, key, options, value):
+    import zarr
+
+    if hasattr(path, "shape") and hasattr(path, "store"):  # a zarr.Array
+        path[...] = value
+        return
+    if key:
+        root = zarr.open_group(path, mode="a")
+        arr = root.create_dataset(key, shape=value.shape, dtype=value.dtype, overwrite=True, **options)
+    else:
+        arr = zarr.open(path, mode="w", shape=value.shape, dtype=value.dtype, **options)
+    arr[...] = value
+
+
+def _write_hdf5(path, key, options, value):
+    import h5py
+
+    with h5py.File(path, "a") as f:
+        if key in f:
+            del f[key]
+        f.create_dataset(key, data=value, **options)
+
+
+def _write_kernel(writer, path, key, options, grid, *parts):
+    from dask.array.core import concatenate3
+
+    from ..tiling.tileable import _nest
+    from .sparse import as_dense
+
+    parts = [as_dense(p) for p in parts]
+    value = concatenate3(_nest(parts, grid)) if len(parts) > 1 else np.asarray(parts[0])
+    writer(path, key, options, value)
+    return np.empty((0,) * value.ndim, dtype=value.dtype)
+
+
+class TensorStoreWrite(TensorOperand):
+    """Writes its input to a zarr array / HDF5 dataset when executed (one writer task: the
+    formats' files do not take concurrent writers of unaligned regions); the result is an
+    empty tensor, as Mars's."""
+
+    _op_name = "store-write"
+
+    def tile(self):
+        (x,) = self.inputs
+        grid = x.chunk_shape
+        args = (self.writer, self.path, self.dataset, self.options, grid, *x.chunks)
+        chunk = self.new_chunk((0,) * x.ndim, (0,) * x.ndim, _write_kernel, args, inputs=list(x.chunks))
+        return [([chunk], tuple((0,) for _ in range(x.ndim)))]
+
+
+def _store_write(writer, path, x, key, options) -> Tensor:
+    from .core import astensor
+
+    x = astensor(x)
+    op = TensorStoreWrite([x.data], writer=writer, path=path, dataset=key, options=dict(options))
+    return op.new_tensor((0,) * x.ndim, x.dtype)
+
+
+def tozarr(path, x, group=None, dataset=None, **zarr_options) -> Tensor:
+    """A lazy write of tensor ``x`` to a zarr array (``path`` a store path or a
+    ``zarr.Array``): ``.execute()`` it, as in Mars."""
+    _require("zarr", "tozarr")
+    return _store_write(_write_zarr, path, x, _dataset_path(group, dataset), zarr_options)
+
+
+def tohdf5(hdf5_file, x, group=None, dataset=None, **kwds) -> Tensor:
+    """A lazy write of tensor ``x`` to dataset ``group/dataset`` of an HDF5 file:
+    ``.execute()`` it, as in Mars."""
+    h5py = _require("h5py", "tohdf5")
+    if isinstance(hdf5_file, h5py.Dataset):
+        filename, key = hdf5_file.file.filename, hdf5_file.name
+    else:
+        filename, key = hdf5_file, _dataset_path(group, dataset)
+    if not key:
+        raise ValueError("`dataset` should be provided")
+    return _store_write(_write_hdf5, filename, x, key, kwds)
+
+
+from_zarr, to_zarr, from_hdf5, to_hdf5 = fromzarr, tozarr, fromhdf5, tohdf5
+
+
+def _not_shipped(name: str, integration: str):
+    def func(*args, **kwargs):
+        raise NotImplementedError(f"{name}: the {integration} integration of Mars is not shipped with mars_dask")
+
+    func.__name__ = func.__qualname__ = name
+    func.__doc__ = f"Mars's {integration} integration: not shipped (raises NotImplementedError)."
+    return func
+
+
+fromtiledb = from_tiledb = _not_shipped("fromtiledb", "TileDB")
+totiledb = to_tiledb = _not_shipped("totiledb", "TileDB")
+fromvineyard = from_vineyard = _not_shipped("fromvineyard", "Vineyard")
+tovineyard = to_vineyard = _not_shipped("tovineyard", "Vineyard")
+imread = _not_shipped("imread", "image reading (mt.imread, Pillow-based)")

@@ -33,7 +33,7 @@ from .core import Tensor, TensorData, TensorOperand, astensor, is_scalar_like
 from .rechunk import unify_nsplits
 from .utils import broadcast_shape, chunk_grid, chunk_shape_at, nan, offsets, prod, validate_axis
 
-__all__ = ["take", "nonzero", "argwhere", "flatnonzero", "compress"]
+__all__ = ["take", "nonzero", "argwhere", "flatnonzero", "compress", "choose", "extract", "unravel_index"]
 
 _BAD_INDEX = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -603,6 +603,10 @@ def _adjacent(entries: list) -> bool:
 def getitem(t, item) -> Tensor:
     """``t[item]`` with numpy's semantics (see the module docstring for the stages)."""
     t = astensor(t)
+    if t.issparse():
+        from .sparse import getitem as sparse_getitem
+
+        return sparse_getitem(t, item)
     entries = _normalize_index(t.shape, item)
     if not any(_is_advanced(e) for e in entries):
         return _basic(t, entries)
@@ -766,6 +770,10 @@ def setitem(t: Tensor, item, value) -> None:
     (numpy or tensor, other entries full slices) with a scalar value."""
     if not isinstance(t, Tensor):
         raise TypeError("setitem needs a Tensor")
+    if t.issparse():
+        from .sparse import setitem as sparse_setitem
+
+        return sparse_setitem(t, item, value)
     entries = _normalize_index(t.shape, item)
     advs = [e for e in entries if _is_advanced(e)]
     vt = value if isinstance(value, Tensor) else None
@@ -847,7 +855,9 @@ def argwhere(a) -> Tensor:
     """Indices of the non-zero elements, one row per element (shape ``(nan, ndim)``)."""
     a = astensor(a)
     op = TensorArgwhere([a.data])
-    return op.new_tensor((nan, a.ndim), np.intp)
+    t = op.new_tensor((nan, a.ndim), np.intp)
+    t.data.order = "F"  # numpy's argwhere is the transpose of a C-ordered nonzero() stack
+    return t
 
 
 def nonzero(a) -> tuple:
@@ -908,3 +918,78 @@ def compress(condition, a, axis=None) -> Tensor:
             raise IndexError(f"index {n} is out of bounds for axis {axis} with size {n}")
         cond = cond[:n]
     return getitem(a, (slice(None),) * axis + (np.nonzero(cond)[0],))
+
+
+# ---- choose, extract, unravel_index -------------------------------------------------------------
+
+
+def _choose_kernel(a, *choices, mode):
+    return np.choose(a, choices, mode=mode)
+
+
+def choose(a, choices, out=None, mode="raise") -> Tensor:
+    """``choices[a[i]][i]`` element-wise with broadcasting (``numpy.choose``); ``mode``
+    ``'raise'`` (an out-of-range index fails at execution), ``'wrap'`` or ``'clip'``."""
+    from .arithmetic import TensorElementwise, _assign_out
+
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    a = astensor(a)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"Cannot cast array data from {a.dtype!r} to dtype('int64') according to the rule 'safe'")
+    if isinstance(choices, Tensor):
+        if choices.ndim == 0 or _isnan(choices.shape[0]):
+            raise ValueError("choices must be a sequence (a tensor with a known first axis)")
+        choices = [getitem(choices, i) for i in range(int(choices.shape[0]))]
+    choices = [c if isinstance(c, Tensor) or is_scalar_like(c) else astensor(c) for c in choices]
+    if not choices:
+        raise ValueError("0-length sequence.")
+    probes = [np.zeros(1, dtype=c.dtype) if isinstance(c, Tensor) else c for c in choices]
+    dtype = np.choose(np.zeros(1, dtype=np.intp), probes, mode="clip").dtype
+    shape = broadcast_shape(a.shape, *[c.shape for c in choices if isinstance(c, Tensor)])
+    op = TensorElementwise(_choose_kernel, [a, *choices], {"mode": mode})
+    return _assign_out(out, op.new_tensor(shape, dtype))
+
+
+def extract(condition, arr) -> Tensor:
+    """The elements of ``arr`` (flattened) where ``condition`` (flattened) is true
+    (``numpy.extract``), chunk by chunk; the length is known after execution."""
+    from .manipulation import ravel
+
+    arr = ravel(astensor(arr))
+    cond = ravel(astensor(condition))
+    if cond.dtype != np.bool_:
+        cond = cond != 0
+    n, m = arr.shape[0], cond.shape[0]
+    if not _isnan(n) and not _isnan(m) and n != m:
+        if m > n:
+            raise IndexError(f"index {n} is out of bounds for axis 0 with size {n}")
+        from .manipulation import concatenate
+        from .datasource import zeros
+
+        cond = concatenate([cond, zeros(n - m, dtype=bool)])
+    return getitem(arr, cond)
+
+
+def _unravel_kernel(indices, dims, order):
+    res = np.unravel_index(indices, dims, order=order)
+    return res[0] if len(dims) == 1 else res  # one output: the chunk is the array itself
+
+
+def unravel_index(indices, dims, order="C") -> tuple:
+    """Flat indices to a tuple of coordinate tensors for ``dims`` (``numpy.unravel_index``);
+    out-of-range indices fail at execution, as numpy's ``ValueError``."""
+    from .arithmetic import TensorElementwise
+
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
+    dims = (int(dims),) if isinstance(dims, numbers.Integral) else tuple(int(d) for d in dims)
+    if any(d < 0 for d in dims):
+        raise ValueError("dimensions must be non-negative")
+    indices = astensor(indices)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"Cannot cast array data from {indices.dtype!r} to dtype('int64') according to the rule 'safe'")
+    if not dims:
+        raise ValueError("dims must have at least one value")
+    op = TensorElementwise(_unravel_kernel, [indices, dims, order], {}, nout=len(dims))
+    return tuple(op.new_tensors([(indices.shape, np.intp)] * len(dims)))

@@ -25,6 +25,7 @@ __all__ = [
     "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d",
     "concatenate", "stack", "vstack", "hstack", "dstack", "column_stack", "split",
     "array_split", "hsplit", "vsplit", "flip", "fliplr", "flipud", "repeat", "tile",
+    "append", "insert", "delete", "roll", "rollaxis", "dsplit", "diff", "ediff1d",
 ]
 
 
@@ -64,6 +65,10 @@ class TensorTranspose(TensorOperand):
 
 def transpose(a, axes=None) -> Tensor:
     a = astensor(a)
+    if a.issparse():
+        from .sparse import transpose as sparse_transpose
+
+        return sparse_transpose(a, axes)
     if axes is None:
         axes = tuple(range(a.ndim))[::-1]
     else:
@@ -630,3 +635,598 @@ def tile(A, reps) -> Tensor:
         elif r > 1:
             A = concatenate([A] * r, axis=ax)
     return A
+
+
+# ---- expressions that need the input's lengths --------------------------------------------------
+
+
+class TensorDeferred(TensorOperand):
+    """``builder(x, *args)`` built at tile time, once ``x``'s lengths are known, and tiled on
+    the spot: its chunks become this operand's (for expressions whose plan depends on
+    lengths that may be unknown at build time, e.g. ``roll`` after a boolean filter)."""
+
+    _op_name = "deferred"
+
+    def tile(self):
+        from ..tiling.tile import tile as _tile_now
+
+        (x,) = self.inputs
+        if _any_unknown(x):
+            yield from ensure_known(x)
+        res = astensor(self.builder(Tensor(x), *self.args)).data
+        if not res.is_tiled:
+            _tile_now([res], None)
+        return [(res.chunks, res.nsplits)]
+
+
+def _deferred(builder, a: Tensor, args: tuple, shape, dtype) -> Tensor:
+    op = TensorDeferred([a.data], builder=builder, args=tuple(args))
+    return op.new_tensor(shape, dtype)
+
+
+# ---- append, insert, delete ------------------------------------------------------------------------
+
+
+def append(arr, values, axis=None) -> Tensor:
+    """``arr`` with ``values`` appended along ``axis`` (both flattened if ``axis`` is None)."""
+    arr = astensor(arr)
+    values = astensor(values)
+    if axis is None:
+        if arr.ndim != 1:
+            arr = ravel(arr)
+        values = ravel(values)
+        axis = arr.ndim - 1
+    return concatenate((arr, values), axis=axis)
+
+
+def _axis_prepare(arr: Tensor, axis):
+    if axis is None:
+        if arr.ndim != 1:
+            arr = ravel(arr)
+        return arr, 0
+    return arr, validate_axis(arr.ndim, axis)
+
+
+def _take_along(v, ks, axis):
+    return np.take(v, ks, axis=axis)
+
+
+def _merge_insert(x, idx, vals, axis):
+    """numpy's insert of ``vals`` (slabs along ``axis``) before the positions ``idx`` (local,
+    in the order given) of the block ``x``."""
+    m = len(idx)
+    if m == 0:
+        return x
+    order = np.argsort(idx, kind="mergesort")
+    pos = np.empty(m, dtype=np.intp)
+    pos[order] = idx[order] + np.arange(m)
+    shape = list(x.shape)
+    shape[axis] += m
+    out = np.empty(shape, dtype=x.dtype)
+    keep = np.ones(shape[axis], dtype=bool)
+    keep[pos] = False
+    pre = (slice(None),) * axis
+    out[pre + (pos,)] = vals
+    out[pre + (keep,)] = x
+    return out
+
+
+def _insert_tensor_kernel(x, obj, vals, lo, hi, n, last, numnew, axis):
+    idx = np.asarray(obj).ravel().astype(np.intp)
+    if idx.size == 1 and numnew != 1:
+        idx = np.repeat(idx, numnew)
+    if idx.size and (idx.min() < -n or idx.max() > n):
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    idx = np.where(idx < 0, idx + n, idx)
+    sel = (idx >= lo) & ((idx < hi) | (last and idx == hi))
+    return _merge_insert(x, idx[sel] - lo, np.take(vals, np.flatnonzero(sel), axis=axis), axis)
+
+
+def _insert_indices(obj, n, axis):
+    """numpy's insert indices: ``(index array, single)``; ``single`` for one index, which
+    inserts ``values`` as a block (moved to ``axis`` when the index is a scalar)."""
+    if isinstance(obj, slice):
+        idx = np.arange(*obj.indices(n), dtype=np.intp)
+    else:
+        idx = np.array(obj)
+        if idx.dtype == bool:
+            if idx.ndim != 1:
+                raise ValueError("boolean array argument obj to insert must be one dimensional")
+            idx = np.flatnonzero(idx)
+        elif idx.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional or scalar")
+        if idx.size == 0:
+            idx = idx.astype(np.intp)
+        elif idx.dtype.kind not in "iu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    if idx.size == 1:
+        index = int(idx.item())
+        if index < -n or index > n:
+            raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
+        return np.array([index + n if index < 0 else index], dtype=np.intp), True
+    idx = idx.astype(np.intp)
+    if idx.size and (idx.min() < -n or idx.max() > n):
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    return np.where(idx < 0, idx + n, idx), False
+
+
+def _insert_values(values, arr: Tensor, axis: int, single: bool, scalar_index: bool, numnew):
+    """The inserted slabs, broadcast to ``arr``'s shape with ``numnew`` along ``axis``:
+    ``(numpy array or Tensor, numnew)``."""
+    ndim = arr.ndim
+    if isinstance(values, Tensor):
+        v = values.astype(arr.dtype) if values.dtype != arr.dtype else values
+    else:
+        v = np.array(values, dtype=arr.dtype)
+    if single:
+        if v.ndim < ndim:
+            v = v[(None,) * (ndim - v.ndim)] if isinstance(v, np.ndarray) else getitem(v, (None,) * (ndim - v.ndim))
+        if scalar_index:
+            v = np.moveaxis(v, 0, axis) if isinstance(v, np.ndarray) else moveaxis(v, 0, axis)
+        numnew = v.shape[axis]
+    target = tuple(numnew if a == axis else arr.shape[a] for a in range(ndim))
+    vshape = tuple(v.shape)
+    while len(vshape) > ndim and vshape[0] == 1:
+        vshape = vshape[1:]
+    bad = len(vshape) > ndim or any(
+        not (_isnan(s) or _isnan(t) or s == 1 or s == t) for s, t in zip(vshape[::-1], target[::-1])
+    )
+    if bad:
+        raise ValueError(f"could not broadcast input array from shape {tuple(v.shape)} into shape {target}")
+    if isinstance(v, np.ndarray):
+        return v.reshape(vshape), numnew
+    if tuple(vshape) != tuple(v.shape):
+        v = reshape(v, vshape)
+    return v, numnew
+
+
+class TensorInsert(TensorOperand):
+    """``insert`` along ``axis`` chunk by chunk: each input chunk gets the slabs whose index
+    falls into it (index ``N`` goes to the last chunk); chunks without any are reused."""
+
+    _op_name = "insert"
+
+    def tile(self):
+        x = self.inputs[0]
+        axis = self.axis
+        rest = list(self.inputs[1:])
+        vt = rest.pop(0) if self.values_is_tensor else None
+        ot = rest.pop(0) if rest else None
+        if _any_unknown(x) or (vt is not None and any(has_unknown(s) for s in vt.nsplits)):
+            yield from ensure_known(*([x] + ([vt] if vt is not None else [])))
+        n = int(x.shape[axis])
+        splits = x.nsplits[axis]
+        offs = offsets(splits)
+        vals = self.values
+        target = tuple(self.numnew if a == axis else int(x.shape[a]) for a in range(x.ndim))
+        if vt is not None:
+            from ..tiling.tile import tile as _tile_now
+
+            b = broadcast_to(Tensor(vt), target).data
+            if not b.is_tiled:
+                _tile_now([b], None)
+            vt = rechunk_now(b, tuple((self.numnew,) if a == axis else x.nsplits[a] for a in range(x.ndim)))
+        else:
+            vals = np.broadcast_to(vals, target)
+        other = [a for a in range(x.ndim) if a != axis]
+        ooffs = {a: offsets(x.nsplits[a]) for a in other}
+        if ot is not None:
+            ochunk = rechunk_now_all(ot)
+            along = (nan,) * len(splits)
+        else:
+            idx, single = _insert_indices(self.obj, n, axis)
+            if single:
+                idx = np.repeat(idx, self.numnew)
+            per = []
+            for i in range(len(splits)):
+                last = i == len(splits) - 1
+                sel = (idx >= offs[i]) & ((idx < offs[i + 1]) | (last & (idx == offs[i + 1])))
+                per.append(np.flatnonzero(sel))
+            along = tuple(s + len(k) for s, k in zip(splits, per))
+        out_nsplits = tuple(along if a == axis else x.nsplits[a] for a in range(x.ndim))
+        chunks = []
+        for cidx in x.chunk_grid():
+            c = x.chunk_at(cidx)
+            i = cidx[axis]
+            cshape = chunk_shape_at(out_nsplits, cidx)
+            if vt is not None:
+                vpart = vt.chunk_at(tuple(0 if a == axis else cidx[a] for a in range(x.ndim)))
+            else:
+                sl = tuple(
+                    slice(None) if a == axis else slice(ooffs[a][cidx[a]], ooffs[a][cidx[a] + 1])
+                    for a in range(x.ndim)
+                )
+                vpart = vals[sl]
+            if ot is not None:
+                args = (c, ochunk, vpart, offs[i], offs[i + 1], n, i == len(splits) - 1, self.numnew, axis)
+                chunks.append(self.new_chunk(cidx, cshape, _insert_tensor_kernel, args))
+                continue
+            ks = per[i]
+            if not len(ks):
+                chunks.append(c)
+                continue
+            if vt is not None:
+                vpart = self.new_chunk(cidx, cshape, _take_along, (vpart, ks, axis))
+                vpart.key = (self.output_key(0) + "-values", *cidx)
+            else:
+                vpart = np.ascontiguousarray(np.take(vpart, ks, axis=axis))
+            args = (c, idx[ks] - offs[i], vpart, axis)
+            chunks.append(self.new_chunk(cidx, cshape, _merge_insert, args))
+        return [(chunks, out_nsplits)]
+
+
+def rechunk_now_all(t):
+    """``t`` as one chunk (tiled now; for small index tensors)."""
+    from .indexing import rechunk_now
+
+    return rechunk_now(t, tuple((int(s),) for s in t.shape)).chunks[0]
+
+
+def insert(arr, obj, values, axis=None) -> Tensor:
+    """``values`` inserted along ``axis`` before the indices ``obj`` (``numpy.insert``):
+    ``obj`` an int, a slice, a sequence of ints (or booleans) or an integer tensor."""
+    arr, axis = _axis_prepare(astensor(arr), axis)
+    n = arr.shape[axis]
+    inputs = [arr.data]
+    if isinstance(obj, Tensor):
+        if obj.dtype == np.bool_:
+            raise NotImplementedError("insert with a boolean tensor as obj is not supported; pass its nonzero()")
+        if obj.dtype.kind not in "iu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        if obj.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional or scalar")
+        if has_unknown(obj.shape):
+            raise NotImplementedError("insert with an index tensor of unknown length is not supported")
+        single, scalar_index, numnew = obj.size == 1, obj.ndim == 0, int(obj.size)
+    elif _isnan(n):
+        if isinstance(obj, slice):
+            raise NotImplementedError("insert with a slice on an axis of unknown length is not supported")
+        idx, single = _insert_indices(obj, 1 << 62, axis)
+        scalar_index, numnew = np.ndim(obj) == 0, len(idx)
+    else:
+        idx, single = _insert_indices(obj, int(n), axis)
+        scalar_index, numnew = single and np.ndim(obj) == 0 and not isinstance(obj, slice), len(idx)
+    vals, numnew = _insert_values(values, arr, axis, single, scalar_index, numnew)
+    if isinstance(vals, Tensor):
+        inputs.append(vals.data)
+        vals_param = None
+    else:
+        vals_param = vals
+    if isinstance(obj, Tensor):
+        inputs.append(obj.data)
+        obj = None
+    op = TensorInsert(inputs, axis=axis, obj=obj, values=vals_param, values_is_tensor=vals_param is None,
+                      numnew=numnew)
+    t = op.new_tensor(tuple(n + numnew if a == axis else arr.shape[a] for a in range(arr.ndim)), arr.dtype)
+    t.data.order = arr.order
+    return t
+
+
+def _delete_plan(obj, n: int, axis: int):
+    """The deleted positions along an axis of length ``n`` (numpy's ``delete`` rules and
+    errors): a ``range`` for a slice, else a sorted unique index array."""
+    if isinstance(obj, slice):
+        r = range(*obj.indices(n))
+        return r[::-1] if r.step < 0 else r
+    if isinstance(obj, (numbers.Integral, np.integer)) and not isinstance(obj, (bool, np.bool_)):
+        o = int(obj)
+        if o < -n or o >= n:
+            raise IndexError(f"index {o} is out of bounds for axis {axis} with size {n}")
+        return np.array([o % n], dtype=np.intp)
+    arr = np.asarray(obj)
+    if arr.size == 0 and not isinstance(obj, np.ndarray):
+        arr = arr.astype(np.intp)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise ValueError(
+                "boolean array argument obj to delete must be one dimensional and match the axis "
+                f"length of {n}"
+            )
+        return np.flatnonzero(arr)
+    if arr.dtype.kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    arr = arr.ravel().astype(np.intp)
+    if arr.size and (arr.min() < -n or arr.max() >= n):
+        bad = arr.min() if arr.min() < -n else arr.max()
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    return np.unique(np.where(arr < 0, arr + n, arr))
+
+
+def _delete_local(plan, lo: int, hi: int):
+    """Local positions (a slice or an index array) of ``plan`` inside ``[lo, hi)`` and
+    how many there are."""
+    if isinstance(plan, range):
+        if not len(plan) or hi <= lo:
+            return slice(0, 0), 0
+        step = plan.step
+        first = max(plan.start, plan.start + -(-(lo - plan.start) // step) * step)
+        last = min(plan[-1] + 1, hi)
+        if first >= last:
+            return slice(0, 0), 0
+        cnt = len(range(first, last, step))
+        return slice(first - lo, last - lo, step), cnt
+    sel = plan[(plan >= lo) & (plan < hi)] - lo
+    return sel, len(sel)
+
+
+def _delete_kernel(x, local, axis):
+    return np.delete(x, local, axis=axis)
+
+
+def _delete_tensor_kernel(x, obj, lo, hi, n, axis):
+    plan = _delete_plan(np.asarray(obj), n, axis)
+    return np.delete(x, _delete_local(plan, lo, hi)[0], axis=axis)
+
+
+class TensorDelete(TensorOperand):
+    """``delete`` chunk by chunk along ``axis``: each chunk drops its own deleted positions
+    (chunks without any are reused); an index tensor makes the lengths unknown."""
+
+    _op_name = "delete"
+
+    def tile(self):
+        x = self.inputs[0]
+        axis = self.axis
+        if _any_unknown(x):
+            yield from ensure_known(x)
+        n = int(x.shape[axis])
+        splits = x.nsplits[axis]
+        offs = offsets(splits)
+        if len(self.inputs) > 1:
+            ochunk = rechunk_now_all(self.inputs[1])
+            out_nsplits = tuple((nan,) * len(splits) if a == axis else x.nsplits[a] for a in range(x.ndim))
+            chunks = []
+            for cidx in x.chunk_grid():
+                i = cidx[axis]
+                args = (x.chunk_at(cidx), ochunk, offs[i], offs[i + 1], n, axis)
+                chunks.append(
+                    self.new_chunk(cidx, chunk_shape_at(out_nsplits, cidx), _delete_tensor_kernel, args)
+                )
+            return [(chunks, out_nsplits)]
+        plan = _delete_plan(self.obj, n, axis)
+        locs = [_delete_local(plan, offs[i], offs[i + 1]) for i in range(len(splits))]
+        along = tuple(s - cnt for s, (_, cnt) in zip(splits, locs))
+        out_nsplits = tuple(along if a == axis else x.nsplits[a] for a in range(x.ndim))
+        chunks = []
+        for cidx in x.chunk_grid():
+            c = x.chunk_at(cidx)
+            local, cnt = locs[cidx[axis]]
+            if cnt:
+                c = self.new_chunk(cidx, chunk_shape_at(out_nsplits, cidx), _delete_kernel, (c, local, axis))
+            chunks.append(c)
+        return [(chunks, out_nsplits)]
+
+
+def delete(arr, obj, axis=None) -> Tensor:
+    """``arr`` without the entries ``obj`` along ``axis`` (``numpy.delete``): ``obj`` an int,
+    a slice, a sequence of ints, a boolean mask, or an integer or boolean tensor."""
+    arr, axis = _axis_prepare(astensor(arr), axis)
+    n = arr.shape[axis]
+    if isinstance(obj, Tensor):
+        if obj.dtype == np.bool_:
+            if obj.ndim != 1 or (not _isnan(n) and not _isnan(obj.shape[0]) and obj.shape[0] != n):
+                raise ValueError(
+                    "boolean array argument obj to delete must be one dimensional and match the axis "
+                    f"length of {n}"
+                )
+            from .arithmetic import logical_not
+
+            return getitem(arr, (slice(None),) * axis + (logical_not(obj),))
+        if obj.dtype.kind not in "iu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        op = TensorDelete([arr.data, ravel(obj).data], axis=axis, obj=None)
+        shape = tuple(nan if a == axis else arr.shape[a] for a in range(arr.ndim))
+    else:
+        if isinstance(obj, (list, tuple)):
+            obj = np.asarray(obj) if len(obj) else np.asarray(obj, dtype=np.intp)
+        if _isnan(n):
+            length = nan
+        else:
+            plan = _delete_plan(obj, int(n), axis)
+            length = int(n) - len(plan)
+        op = TensorDelete([arr.data], axis=axis, obj=obj)
+        shape = tuple(length if a == axis else arr.shape[a] for a in range(arr.ndim))
+    t = op.new_tensor(shape, arr.dtype)
+    t.data.order = arr.order
+    return t
+
+
+# ---- roll, rollaxis, dsplit ---------------------------------------------------------------------
+
+
+def _roll_known(a: Tensor, shifts: dict) -> Tensor:
+    for ax, sh in shifts.items():
+        n = int(a.shape[ax])
+        if n == 0:
+            continue
+        s = sh % n
+        if not s:
+            continue
+        pre = (slice(None),) * ax
+        a = concatenate([getitem(a, pre + (slice(n - s, None),)), getitem(a, pre + (slice(0, n - s),))], axis=ax)
+    return a
+
+
+def roll(a, shift, axis=None) -> Tensor:
+    """Elements rolled along ``axis`` (``numpy.roll``; ``shift``/``axis`` may be tuples,
+    ``axis=None`` rolls the flattened tensor).  Chunks are sliced and re-joined, never
+    gathered."""
+    a = astensor(a)
+    if axis is None:
+        if a.ndim == 1:
+            return roll(a, shift, 0)
+        if has_unknown(a.shape):
+            return _deferred(_roll_flat, a, (shift,), a.shape, a.dtype)
+        return reshape(roll(ravel(a), shift, 0), a.shape)
+    b = np.broadcast(np.asarray(shift), np.asarray(axis))
+    if b.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    shifts = {ax: 0 for ax in range(a.ndim)}
+    for sh, ax in b:
+        shifts[validate_axis(a.ndim, int(ax))] += int(sh)
+    shifts = {ax: s for ax, s in shifts.items() if s}
+    if any(_isnan(a.shape[ax]) for ax in shifts):
+        return _deferred(_roll_known, a, (shifts,), a.shape, a.dtype)
+    out = _roll_known(a, shifts)
+    return Tensor(out.data) if out is a else out
+
+
+def _roll_flat(a: Tensor, shift) -> Tensor:
+    return reshape(roll(ravel(a), shift, 0), a.shape)
+
+
+def rollaxis(a, axis, start=0) -> Tensor:
+    """Roll ``axis`` backwards until it lies before ``start`` (``numpy.rollaxis``)."""
+    a = astensor(a)
+    n = a.ndim
+    axis = validate_axis(n, axis)
+    if not isinstance(start, numbers.Integral):
+        raise TypeError(f"start must be an integer, got {start!r}")
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise np.exceptions.AxisError(f"'start' arg requires {-n} <= start < {n + 1}, but {start} was passed in")
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return a
+    axes = list(range(n))
+    axes.remove(axis)
+    axes.insert(start, axis)
+    return transpose(a, axes)
+
+
+def dsplit(a, indices_or_sections) -> list:
+    """Split along the third axis (``numpy.dsplit``)."""
+    a = astensor(a)
+    if a.ndim < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(a, indices_or_sections, axis=2)
+
+
+# ---- diff, ediff1d -----------------------------------------------------------------------------------
+
+
+def _diff_kernel(x, heads, n, axis):
+    if heads:
+        x = np.concatenate([x, *heads], axis=axis)
+    return np.diff(x, n=n, axis=axis)
+
+
+class TensorDiff(TensorOperand):
+    """``n``-th difference along ``axis``, chunk by chunk: output chunk ``i`` needs the
+    first ``n`` elements after input chunk ``i``, taken from the next chunks by small
+    slicing tasks (only those elements travel)."""
+
+    _op_name = "diff"
+
+    def tile(self):
+        from .indexing import _getitem_kernel
+
+        (x,) = self.inputs
+        axis, n = self.axis, self.n
+        if _any_unknown(x):
+            yield from ensure_known(x)
+        splits = x.nsplits[axis]
+        offs = offsets(splits)
+        total = offs[-1]
+        out_len = max(0, total - n)
+        keep = [i for i in range(len(splits)) if min(offs[i + 1], out_len) > offs[i]]
+        along = tuple(min(offs[i + 1], out_len) - offs[i] for i in keep) or (0,)
+        out_nsplits = tuple(along if a == axis else x.nsplits[a] for a in range(x.ndim))
+        pre = (slice(None),) * axis
+        chunks = []
+        for oidx in chunk_grid(out_nsplits):
+            cshape = chunk_shape_at(out_nsplits, oidx)
+            if not keep:
+                src = x.chunk_at(tuple(0 if a == axis else oidx[a] for a in range(x.ndim)))
+                chunks.append(self.new_chunk(oidx, cshape, _diff_kernel, (src, [], n, axis)))
+                continue
+            i = keep[oidx[axis]]
+            src = x.chunk_at(oidx[:axis] + (i,) + oidx[axis + 1 :])
+            # elements offs[i] .. offs[i] + length + n are needed; those past the chunk come from the next ones
+            need = min(offs[i] + cshape[axis] + n, total) - offs[i + 1]
+            heads = []
+            j = i + 1
+            while need > 0:
+                take = min(need, splits[j])
+                nb = x.chunk_at(oidx[:axis] + (j,) + oidx[axis + 1 :])
+                if take == splits[j]:
+                    heads.append(nb)
+                else:
+                    hshape = tuple(take if a == axis else nb.shape[a] for a in range(x.ndim))
+                    h = self.new_chunk(oidx, hshape, _getitem_kernel, (nb, pre + (slice(0, take),)), dtype=x.dtype)
+                    h.key = (self.output_key(0) + "-head", *oidx, j)
+                    heads.append(h)
+                need -= take
+                j += 1
+            chunks.append(self.new_chunk(oidx, cshape, _diff_kernel, (src, heads, n, axis)))
+        return [(chunks, out_nsplits)]
+
+
+def _diff_dtype(dtype, n):
+    return np.diff(np.zeros(n + 1, dtype=dtype), n=n).dtype if n else np.dtype(dtype)
+
+
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue) -> Tensor:
+    """The ``n``-th discrete difference along ``axis`` (``numpy.diff``, with ``prepend``
+    and ``append``), computed chunk by chunk."""
+    a = astensor(a)
+    n = operator_index(n)
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = validate_axis(a.ndim, axis)
+    parts = []
+    for extra in (prepend, append):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        e = astensor(extra)
+        if e.ndim == 0:
+            shape = tuple(1 if ax == axis else a.shape[ax] for ax in range(a.ndim))
+            if has_unknown(shape):
+                raise NotImplementedError("diff with a scalar prepend/append needs the other lengths known")
+            e = broadcast_to(e, shape)
+        parts.append(e)
+    if parts[0] is not None or parts[1] is not None:
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
+    length = nan if _isnan(a.shape[axis]) else max(0, int(a.shape[axis]) - n)
+    op = TensorDiff([a.data], n=n, axis=axis)
+    return op.new_tensor(a.shape[:axis] + (length,) + a.shape[axis + 1 :], _diff_dtype(a.dtype, n))
+
+
+def operator_index(n) -> int:
+    import operator
+
+    return operator.index(n)
+
+
+def ediff1d(ary, to_end=None, to_begin=None) -> Tensor:
+    """Differences between consecutive elements of the flattened ``ary``, with ``to_begin``
+    and ``to_end`` around them (``numpy.ediff1d``)."""
+    ary = ravel(astensor(ary))
+    dtype = ary.dtype
+    if dtype == np.bool_:
+        raise TypeError(
+            "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` "
+            "operator, or the logical_xor function instead."
+        )
+    pieces = []
+    for extra, name in ((to_begin, "to_begin"), (to_end, "to_end")):
+        if extra is None:
+            pieces.append(None)
+            continue
+        e = extra if isinstance(extra, Tensor) else np.asanyarray(extra)
+        if not np.can_cast(e.dtype if isinstance(e, Tensor) else e, dtype, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
+        e = ravel(astensor(e))
+        pieces.append(e.astype(dtype) if e.dtype != dtype else e)
+    d = diff(ary) if ary.dtype == _diff_dtype(dtype, 1) else diff(ary).astype(dtype)
+    parts = [p for p in (pieces[0], d, pieces[1]) if p is not None]
+    return concatenate(parts) if len(parts) > 1 else d

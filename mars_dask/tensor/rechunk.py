@@ -73,9 +73,15 @@ def builtins_any_unknown(t: TensorData) -> bool:
     return any(has_unknown(s) for s in t.nsplits)
 
 
-def rechunk_chunks(op: TensorOperand, inp: TensorData, new: tuple):
-    """Chunks of ``op``'s output: ``inp`` re-cut to ``new`` nsplits (known shapes)."""
-    plans = [plan_axis(o, n) for o, n in zip(inp.nsplits, new)]
+def rechunk_chunks(op: TensorOperand, inp: TensorData, new: tuple, *, kernel=None, plans=None):
+    """Chunks of ``op``'s output: ``inp`` re-cut to ``new`` nsplits (known shapes).
+
+    ``plans[axis][j]`` lists the ``(input chunk position, slice)`` pieces output chunk ``j``
+    is made of along ``axis`` (default: :func:`plan_axis`; ``roll`` passes its own);
+    ``kernel(parts, slices, grid)`` joins them (default numpy's; sparse tensors pass theirs)."""
+    if plans is None:
+        plans = [plan_axis(o, n) for o, n in zip(inp.nsplits, new)]
+    kernel = kernel or _rechunk_kernel
     chunks = []
     for idx in chunk_grid(new):
         per_axis = [plans[a][j] for a, j in enumerate(idx)]
@@ -86,13 +92,28 @@ def rechunk_chunks(op: TensorOperand, inp: TensorData, new: tuple):
             parts.append(inp.chunk_at(tuple(p[0] for p in pieces)))
             slices.append(tuple(p[1] for p in pieces))
         shape = chunk_shape_at(new, idx)
-        chunks.append(op.new_chunk(idx, shape, _rechunk_kernel, (parts, slices, grid), inputs=parts))
+        chunks.append(op.new_chunk(idx, shape, kernel, (parts, slices, grid), inputs=parts))
     return chunks, new
+
+
+def rechunked_now(t: TensorData, nsplits, op_cls=None) -> TensorData:
+    """``t`` re-cut to exactly ``nsplits`` and tiled on the spot (for an operand's ``tile``);
+    ``t`` itself when it already has them. ``op_cls``: the rechunk operand (sparse has its own)."""
+    nsplits = tuple(tuple(s) for s in nsplits)
+    if tuple(tuple(s) for s in t.nsplits) == nsplits:
+        return t
+    r = (op_cls or TensorRechunk)([t], chunk_size=nsplits).new_tensor(t.shape, t.dtype).data
+    tile([r], None)
+    return r
 
 
 def rechunk(tensor, chunk_size, threshold=None, chunk_size_limit=None, reassign_worker=False) -> Tensor:
     """Re-cut ``tensor`` into chunks of ``chunk_size`` (same forms as at creation)."""
     tensor = astensor(tensor)
+    if tensor.issparse():
+        from .sparse import rechunk as sparse_rechunk
+
+        return sparse_rechunk(tensor, chunk_size)
     if isinstance(chunk_size, dict):
         for ax in chunk_size:  # validate the axes now
             if not -tensor.ndim <= ax < tensor.ndim:
@@ -152,6 +173,11 @@ def unify_nsplits(inputs: list[TensorData], ndim: int | None = None) -> list[Ten
             new = [(1,) if t.shape[a] == 1 else new[a] for a in range(t.ndim)]
             changed = True
         if changed:
+            if t.issparse:
+                from .sparse import rechunked_data
+
+                out.append(rechunked_data(t, tuple(new)))
+                continue
             op = TensorRechunk([t], chunk_size=tuple(new))
             r = op.new_tensor(t.shape, t.dtype).data
             tile([r], None)

@@ -29,6 +29,7 @@ import numpy as np
 from .. import config
 from ..tiling.core import ensure_known, has_unknown
 from ..tiling.tile import tile as _tile_now
+from . import sparse as _sparse
 from .core import Tensor, TensorOperand, astensor
 from .utils import offsets, validate_axes, validate_axis
 from .utils import prod as _prod
@@ -269,8 +270,17 @@ _REDUCERS: dict[str, _Reducer] = {
 # ---- kernels (module level: they pickle by reference) -------------------------------------
 
 
+def _is_sparse(x) -> bool:
+    return not isinstance(x, np.ndarray) and _sparse.is_sparse_value(x)
+
+
 @_quiet
 def _map_kernel(x, name, axes, kw, extra):
+    if _is_sparse(x):  # a sparse chunk: scipy's partial where cheap, else expand it
+        part = _sparse.reduce_partial(x, name, axes, kw)
+        if part is not NotImplemented:
+            return part
+        x = x.toarray()
     return _REDUCERS[name].map(x, axes, kw, extra)
 
 
@@ -290,9 +300,11 @@ def _agg_kernel(parts, name, axes, keepdims, dtype, kw):
 
 
 class TensorReduction(TensorOperand):
-    """Tree reduction of one tensor over ``axes`` with the reducer ``name``."""
+    """Tree reduction of one tensor over ``axes`` with the reducer ``name`` (sparse chunks
+    are reduced by scipy where cheap; the result is dense, as scipy's)."""
 
     _op_name = "reduce"
+    sparse_aware = True
 
     def tile(self):
         (x,) = self.inputs
@@ -622,7 +634,7 @@ class _PrivateRavel(TensorOperand):
 
 def _cum_reduction(name):
     def func(a, axis=None, dtype=None, out=None):
-        a = astensor(a)
+        a = _sparse.densify(astensor(a))
         dt = np.dtype(dtype) if dtype is not None else None
         if axis is None:
             res_dtype = _probe(a, name, axis=None, dtype=dt)

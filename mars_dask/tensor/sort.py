@@ -1,5 +1,5 @@
 """Sorting: ``sort``, ``argsort``, ``partition``, ``argpartition``, ``unique`` and
-``searchsorted``.
+``searchsorted``, ``topk`` and ``argtopk``.
 
 When the sorted axis is one chunk, every chunk is sorted on its own.  Otherwise Mars's
 PSRS (parallel sorting by regular sampling) runs over each *line* of chunks along the axis:
@@ -29,11 +29,12 @@ import numbers
 
 import numpy as np
 
+from .. import config
 from ..tiling.core import ensure_known, has_unknown
 from .core import Tensor, TensorOperand, astensor
 from .utils import chunk_shape_at, nan, offsets, prod, validate_axis
 
-__all__ = ["sort", "argsort", "partition", "argpartition", "unique", "searchsorted"]
+__all__ = ["sort", "argsort", "partition", "argpartition", "unique", "searchsorted", "topk", "argtopk"]
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
@@ -525,3 +526,333 @@ def searchsorted(a, v, side="left", sorter=None):
     vt = astensor(v)
     op = TensorSearchsorted([a.data, vt.data], side=side)
     return op.new_tensor(vt.shape, np.intp)
+
+
+# ---- topk / argtopk ----------------------------------------------------------------------
+#
+# A tree, as Mars's ``parallel_kind="tree"``: every chunk keeps its own top ``k`` along the
+# axis (``np.partition``/``np.argpartition``, O(n)), groups of ``tensor.combine-size``
+# consecutive partials are concatenated and cut to ``k`` again, level by level, and the last
+# node sorts its ``k`` survivors.  No node ever holds more than ``combine_size * k`` values of
+# a line, so the input is never gathered.
+#
+# Ties (``argtopk``): among equal values the smallest index wins and comes first, i.e. the
+# result is the first ``k`` of a *stable* sort in the requested direction (for
+# ``largest=True``: ``np.argsort(a[::-1], kind="stable")`` read backwards).  Every partial
+# keeps its survivors in ascending index order, so "first by position" is "first by index"
+# at every level of the tree.  NaN sorts above every number (as in ``np.sort``): first for
+# ``largest=True``, last for ``largest=False``.
+
+_PARALLEL_KINDS = ("auto", "tree", "psrs")
+_PSRS_KINDS = ("QUICKSORT", "MERGESORT", "HEAPSORT", "STABLE")
+#: dtype kinds whose tie handling uses comparison masks (others fall back to a stable sort)
+_MASKABLE = "biufmMUS"
+
+
+def _isnan(v):
+    if v.dtype.kind in "f":
+        return np.isnan(v)
+    if v.dtype.kind in "mM":
+        return np.isnat(v)
+    return None
+
+
+def _eq(v, t):
+    """``v == t`` in sort order (NaN equals NaN); ``t`` has one column per row of ``v``."""
+    e = v == t
+    nv = _isnan(v)
+    if nv is not None:
+        e |= nv & _isnan(t)
+    return e
+
+
+def _better(v, t, largest):
+    """``v`` ranks strictly before ``t`` (NaN is the largest value, as in ``np.sort``)."""
+    nv = _isnan(v)
+    if largest:
+        b = v > t
+        if nv is not None:
+            b |= nv & ~_isnan(t)
+    else:
+        b = v < t
+        if nv is not None:
+            b |= ~nv & _isnan(t)
+    return b
+
+
+def _stable_order(rows, largest, order):
+    """Column order of each row: values best first, equal values by ascending position."""
+    kw = {} if order is None else {"order": order}
+    if not largest:
+        return np.argsort(rows, axis=1, kind="stable", **kw)
+    n = rows.shape[1]
+    return (n - 1 - np.argsort(rows[:, ::-1], axis=1, kind="stable", **kw))[:, ::-1]
+
+
+def _select_pos(rows, k, largest, order):
+    """Positions (ascending, per row) of the top ``k`` of each row; ties go to the smallest
+    positions."""
+    r, n = rows.shape
+    if k >= n:
+        return np.broadcast_to(np.arange(n, dtype=np.int64), (r, n)).copy()
+    if rows.dtype.kind not in _MASKABLE or rows.dtype.names is not None or order is not None:
+        return np.sort(_stable_order(rows, largest, order)[:, :k], axis=1)
+    kth = n - k if largest else k - 1
+    p = np.argpartition(rows, kth, axis=1)
+    sel = p[:, kth:] if largest else p[:, :k]
+    t = np.take_along_axis(rows, p[:, kth : kth + 1], axis=1)
+    # the partition's choice among values equal to the k-th is arbitrary: when some of them
+    # were left out, take exactly the ones at the smallest positions
+    bad = np.flatnonzero(_eq(rows, t).sum(axis=1) != _eq(np.take_along_axis(rows, sel, axis=1), t).sum(axis=1))
+    if len(bad):
+        vb, tb = rows[bad], t[bad]
+        better = _better(vb, tb, largest)
+        eq = _eq(vb, tb)
+        need = k - better.sum(axis=1)
+        mask = better | (eq & (np.cumsum(eq, axis=1) <= need[:, None]))
+        sel[bad] = np.nonzero(mask)[1].reshape(len(bad), k)
+    sel = np.sort(sel, axis=1)
+    return sel.astype(np.int64, copy=False)
+
+
+def _select_vals(rows, k, largest, order):
+    """The top ``k`` values of each row, in no particular order."""
+    n = rows.shape[1]
+    if k >= n:
+        return rows
+    kw = {} if order is None else {"order": order}
+    if largest:
+        return np.partition(rows, n - k, axis=1, **kw)[:, n - k :]
+    return np.partition(rows, k - 1, axis=1, **kw)[:, :k]
+
+
+def _from_rows(r, lead, axis):
+    """Inverse of :func:`_to_rows` for a result of ``r.shape[1]`` values per row."""
+    if axis is None:
+        return r.reshape(-1)
+    return np.moveaxis(r.reshape(tuple(lead) + (r.shape[1],)), -1, axis)
+
+
+def _lead(shape, axis):
+    return () if axis is None else tuple(shape[:axis]) + tuple(shape[axis + 1 :])
+
+
+def _topk_map(x, spec, info):
+    """Top ``k`` of one chunk: values, or ``(values, global indices)`` in index order.
+    ``info``: the chunk's offset along the axis, or ``(chunk offsets, whole shape)`` for
+    ``axis=None`` (global indices into the flattened tensor)."""
+    axis, k, largest, order, want = spec[:5]
+    rows = _to_rows(x, axis)
+    lead = _lead(x.shape, axis)
+    if want == "values":
+        return _from_rows(_select_vals(rows, k, largest, order), lead, axis)
+    pos = _select_pos(rows, k, largest, order)
+    vals = np.take_along_axis(rows, pos, axis=1)
+    if axis is None:
+        offs, full = info
+        coords = np.unravel_index(pos[0], x.shape)
+        gidx = np.ravel_multi_index(tuple(c + o for c, o in zip(coords, offs)), full).astype(np.int64)
+        return vals.reshape(-1), gidx
+    return _from_rows(vals, lead, axis), _from_rows(pos + info, lead, axis)
+
+
+def _topk_combine(parts, spec, last):
+    """Concatenate partials (in line order) and keep the top ``k``; the last node also sorts
+    (``sorted=True``) and returns what was asked for."""
+    axis, k, largest, order, want, to_sort = spec
+    ax = 0 if axis is None else axis
+    if want == "values":
+        v = np.concatenate(parts, axis=ax) if len(parts) > 1 else parts[0]
+        lead = _lead(v.shape, ax)
+        rows = _select_vals(_to_rows(v, ax), k, largest, order)
+        if last and to_sort:
+            rows = np.sort(rows, axis=1, **({} if order is None else {"order": order}))
+            if largest:
+                rows = rows[:, ::-1]
+        return np.array(_from_rows(rows, lead, ax), order="C")  # a copy: never a view of the input
+    v = np.concatenate([p[0] for p in parts], axis=ax) if len(parts) > 1 else parts[0][0]
+    g = np.concatenate([p[1] for p in parts], axis=ax) if len(parts) > 1 else parts[0][1]
+    if axis is None and len(parts) > 1:
+        # flattened chunks of an n-d grid are not in index order: restore it
+        o = np.argsort(g, kind="stable")
+        v, g = v[o], g[o]
+    lead = _lead(v.shape, ax)
+    vr, gr = _to_rows(v, ax), _to_rows(g, ax)
+    pos = _select_pos(vr, k, largest, order)
+    if last and to_sort:
+        pos = np.take_along_axis(pos, _stable_order(np.take_along_axis(vr, pos, axis=1), largest, order), axis=1)
+    vals = np.ascontiguousarray(_from_rows(np.take_along_axis(vr, pos, axis=1), lead, ax))
+    idx = np.ascontiguousarray(_from_rows(np.take_along_axis(gr, pos, axis=1), lead, ax))
+    if not last:
+        return vals, idx
+    if want == "indices":
+        return idx
+    return vals, idx
+
+
+def _topk_single(x, spec, info):
+    """A line of one chunk: its top ``k`` straight away."""
+    return _topk_combine([_topk_map(x, spec, info)], spec, True)
+
+
+def _kmin(n, k):
+    return n if n != n else min(n, k)
+
+
+class TensorTopk(TensorOperand):
+    """``topk``/``argtopk`` along ``axis`` (``None``: the flattened tensor) by a tree of
+    per-chunk top ``k`` selections (see the comment above)."""
+
+    _op_name = "topk"
+
+    def tile(self):
+        (inp,) = self.inputs
+        axis, k, want = self.axis, self.k, self.want
+        if want != "values":
+            along = [s for a, s in enumerate(inp.nsplits) if axis is None or a == axis]
+            if any(has_unknown(s) for s in along):
+                yield from ensure_known(inp)
+        spec = (axis, k, self.largest, self.order, want, self.sorted)
+        base = self.output_key(0)
+        cs = self.combine_size
+        if axis is None:
+            offs = [offsets(s) for s in inp.nsplits]
+            lines = [list(inp.chunk_grid())]
+            infos = {idx: (tuple(o[i] for o, i in zip(offs, idx)), tuple(inp.shape)) for idx in lines[0]}
+        else:
+            offs = offsets(inp.nsplits[axis])
+            lines = _line_indices(inp.nsplits, axis)
+            infos = {idx: offs[idx[axis]] for line in lines for idx in line}
+        finals = []
+        for line in lines:
+            tag = (0,) if axis is None else line[0]
+            ax = 0 if axis is None else axis
+
+            def shape_of(length, template=inp.chunk_at(line[0]).shape):
+                if axis is None:
+                    return (length,)
+                return tuple(length if a == axis else s for a, s in enumerate(template))
+
+            if len(line) == 1:
+                c = inp.chunk_at(line[0])
+                n = prod(c.shape) if axis is None else c.shape[axis]
+                f = self.new_chunk(tag, shape_of(_kmin(n, k)), _topk_single, (c, spec, infos[line[0]]), memory=_mem(c))
+            else:
+                parts = []
+                for j, idx in enumerate(line):
+                    c = inp.chunk_at(idx)
+                    n = prod(c.shape) if axis is None else c.shape[axis]
+                    p = self.new_chunk(tag + (j,), shape_of(_kmin(n, k)), _topk_map, (c, spec, infos[idx]), memory=_mem(c))
+                    p.key = (f"{base}-topk-map", *tag, j)
+                    parts.append(p)
+                level = 0
+                while len(parts) > cs:
+                    groups = [parts[i : i + cs] for i in range(0, len(parts), cs)]
+                    parts = []
+                    for j, g in enumerate(groups):
+                        n = sum(m.shape[ax] for m in g)
+                        p = self.new_chunk(tag + (j,), shape_of(_kmin(n, k)), _topk_combine, (g, spec, False))
+                        p.key = (f"{base}-topk-combine{level}", *tag, j)
+                        parts.append(p)
+                    level += 1
+                n = sum(m.shape[ax] for m in parts)
+                f = self.new_chunk(tag, shape_of(_kmin(n, k)), _topk_combine, (parts, spec, True))
+            finals.append(f)
+
+        n_axis = _kmin(inp.size if axis is None else inp.shape[axis], k)
+        if axis is None:
+            nsplits = ((n_axis,),)
+        else:
+            nsplits = tuple((n_axis,) if a == axis else tuple(s) for a, s in enumerate(inp.nsplits))
+        if want != "both":
+            return [(finals, nsplits)]
+        for f in finals:
+            f.key = (f"{base}-topk-both", *f.index)
+        return [([self.new_chunk(f.index, f.shape, _getitem, (f, i), out=i) for f in finals], nsplits) for i in range(2)]
+
+
+def _validate_order(dtype, order):
+    """Mars's ``validate_order``: ``order`` only for structured dtypes, as a list of fields."""
+    if dtype.names is None:
+        if order is not None:
+            raise ValueError("Cannot specify order when the array has no fields")
+        return None
+    if order is None:
+        return None
+    order = list(order) if isinstance(order, (list, tuple)) else [order]
+    for o in order:
+        if o not in dtype.names:
+            raise ValueError(f"unknown field name: {o}")
+    return order
+
+
+def _validate_psrs_kinds(psrs_kinds):
+    if psrs_kinds is None:
+        return None
+    if not isinstance(psrs_kinds, (list, tuple)):
+        raise TypeError("psrs_kinds should be list or tuple")
+    if len(psrs_kinds) != 3:
+        raise ValueError("psrs_kinds should have 3 elements")
+    for i, kind in enumerate(psrs_kinds):
+        if kind is None:
+            if i < 2:
+                continue
+            raise ValueError("3rd element of psrs_kinds should be specified")
+        if str(kind).upper() not in _PSRS_KINDS:
+            raise ValueError(f"{kind} is an unrecognized kind in psrs_kinds")
+    return list(psrs_kinds)
+
+
+def _topk_op(a, k, axis, largest, to_sort, order, parallel_kind, psrs_kinds, want):
+    a = astensor(a)
+    if axis is None:
+        if a.ndim == 0:
+            a = a.reshape(-1)
+        if a.ndim == 1:
+            axis = 0
+    else:
+        axis = validate_axis(a.ndim, axis)
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"k must be an integer, got {k!r}")
+    if k < 1:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    order = _validate_order(a.dtype, order)
+    if not isinstance(parallel_kind, str) or parallel_kind.lower() not in _PARALLEL_KINDS:
+        raise ValueError("`parallel_kind` could only be `auto`, `tree`, or `psrs`")
+    _validate_psrs_kinds(psrs_kinds)
+    combine_size = config.get("tensor.combine-size")
+    n = a.size if axis is None else a.shape[axis]
+    length = _kmin(n, int(k))
+    shape = (length,) if axis is None else tuple(length if i == axis else s for i, s in enumerate(a.shape))
+    op = TensorTopk([a.data], axis=axis, k=int(k), largest=bool(largest), sorted=bool(to_sort), order=order,
+                    want=want, combine_size=max(int(combine_size), 2))
+    if want == "values":
+        return op.new_tensor(shape, a.dtype)
+    if want == "indices":
+        return op.new_tensor(shape, np.int64)
+    return tuple(op.new_tensors([(shape, a.dtype), (shape, np.int64)]))
+
+
+def topk(a, k, axis=-1, largest=True, sorted=True, order=None, parallel_kind="auto", psrs_kinds=None,  # noqa: A002
+         return_index=False):
+    """The ``k`` largest (``largest=False``: smallest) values along ``axis`` (``None``: of
+    the flattened tensor), as Mars's ``topk``: best first when ``sorted`` (NaN counts as the
+    largest value, as in ``np.sort``), in no particular order otherwise.  ``k`` larger than
+    the axis gives the whole axis.  ``return_index=True`` also returns the indices (see
+    :func:`argtopk`).  ``order`` names the fields of a structured dtype to compare first.
+
+    Computed by a tree of per-chunk selections whatever ``parallel_kind`` says (``"psrs"``
+    and ``psrs_kinds`` are accepted and validated for Mars compatibility): a node never holds
+    more than ``tensor.combine-size * k`` values per line.
+    """
+    want = "both" if return_index else "values"
+    return _topk_op(a, k, axis, largest, sorted, order, parallel_kind, psrs_kinds, want)
+
+
+def argtopk(a, k, axis=-1, largest=True, sorted=True, order=None, parallel_kind="auto", psrs_kinds=None):  # noqa: A002
+    """Indices (int64) of :func:`topk`'s values.  Ties are deterministic: among equal values
+    the smallest index is chosen and listed first, so the result is the first ``k`` of a
+    stable sort in the requested direction (``largest=True``: ``(n - 1 -
+    np.argsort(a[::-1], kind="stable"))[::-1][:k]`` for 1-d ``a``).  With ``sorted=False``
+    the indices come in ascending order along the axis."""
+    return _topk_op(a, k, axis, largest, sorted, order, parallel_kind, psrs_kinds, "indices")

@@ -41,6 +41,38 @@ def _auto_splits(shape: tuple, itemsize: int, limit: int | None = None) -> tuple
     return tuple(out)
 
 
+def _auto_rest(shape: tuple, given: list, itemsize: int) -> list:
+    """Chunk lengths for the axes after ``len(given)`` when the leading ones are chunked as
+    ``given``: Mars's ``decide_chunk_sizes`` (the largest given chunks count against the
+    chunk store limit; the other axes get equal lengths filling the rest)."""
+    from dask.utils import parse_bytes
+
+    limit = parse_bytes(config.get("tiling.chunk-store-limit"))
+    occupied = float(max(1, itemsize))
+    for dim, size in zip(shape, given):
+        if isinstance(size, (tuple, list)):
+            size = max((s for s in size if s == s), default=1)
+        elif size is None or size == -1 or (isinstance(size, float) and math.isnan(size)):
+            size = dim
+        elif dim == dim:
+            size = min(size, dim)
+        occupied *= max(1, size) if size == size else 1
+    rest = list(range(len(given), len(shape)))
+    out: dict = {j: (nan,) for j in rest if has_unknown((shape[j],))}
+    left = {j: [] for j in rest if j not in out}
+    unsplit = {j: int(shape[j]) for j in left}
+    while left:
+        dim_size = max(int((limit / occupied) ** (1 / len(left))), 1)
+        for j, ns in list(left.items()):
+            ns.append(min(unsplit[j], dim_size))
+            unsplit[j] -= ns[-1]
+            if unsplit[j] <= 0:
+                out[j] = tuple(ns)
+                occupied *= max(1, max(ns))
+                del left[j]
+    return [out[j] for j in rest]
+
+
 def normalize_chunk_size(shape: Sequence, chunk_size=None, itemsize: int = 8) -> tuple[tuple, ...]:
     """``nsplits`` (chunk lengths per axis) from a Mars/dask-style ``chunk_size``.
 
@@ -59,11 +91,16 @@ def normalize_chunk_size(shape: Sequence, chunk_size=None, itemsize: int = 8) ->
     elif isinstance(chunk_size, numbers.Integral):
         sizes = [int(chunk_size)] * ndim
     elif isinstance(chunk_size, (tuple, list)):
-        if len(chunk_size) != ndim:
+        if len(chunk_size) > ndim:
             raise ValueError(
-                f"chunk_size {chunk_size!r} has {len(chunk_size)} entries but the tensor has {ndim} dimensions"
+                f"chunks have more dimensions than input tensor: chunk_size {chunk_size!r} has "
+                f"{len(chunk_size)} entries but the tensor has {ndim} dimensions"
             )
         sizes = list(chunk_size)
+        if len(sizes) < ndim:
+            # Mars (decide_chunk_sizes): the leading axes as given, the others automatic
+            # within the chunk store limit left by the given ones
+            sizes += _auto_rest(shape, sizes, itemsize)
     else:
         raise TypeError(f"chunk_size must be an int, a tuple or None, got {type(chunk_size).__name__}")
 

@@ -174,12 +174,165 @@ def test_out_and_where_bad_input():
     t = mt.tensor(F2, chunk_size=2)
     with pytest.raises(ValueError, match="shape"):
         mt.add(t, 1, out=mt.zeros((5,)))
+    with pytest.raises(ValueError, match="broadcast"):
+        mt.add(t, 1, out=mt.zeros((1, 6)))  # numpy: the output does not broadcast up
     with pytest.raises(TypeError):
-        mt.add(t, 1, out=np.zeros(F2.shape))
-    with pytest.raises(TypeError, match="out="):
-        mt.add(t, 1, where=t > 0)
+        mt.add(t, 1, out=np.zeros(F2.shape))  # Mars: out must be a tensor
+    with pytest.raises(ValueError, match="2 entries"):
+        mt.divmod(t, 2, out=(mt.zeros(F2.shape),))
+    with pytest.raises(TypeError, match="bool"):
+        mt.add(t, 1, where=mt.tensor(I2))  # numpy: where= must be boolean
+    with pytest.raises(TypeError, match="bogus"):
+        mt.add(t, 1, bogus=True)
+
+
+F4 = F2.astype(np.float32)
+
+
+@pytest.mark.parametrize("chunks", [(5, 6), (2, 4), 1])
+def test_ufunc_dtype_argument(client, chunks):
+    """dtype= selects numpy's loop: the fetched data has that dtype (not only the metadata)."""
+    tf4, ti = mt.tensor(F4, chunk_size=chunks), mt.tensor(I2, chunk_size=chunks)
+    pairs = [(mt.true_divide(tf4, 2, dtype="f8"), np.true_divide(F4, 2, dtype="f8")),
+             (mt.add(ti, 1, dtype=np.float32), np.add(I2, 1, dtype=np.float32)),
+             (mt.sqrt(abs(tf4), dtype="f8"), np.sqrt(abs(F4), dtype="f8")),
+             (mt.multiply(tf4, 3, dtype="i4", casting="unsafe"), np.multiply(F4, 3, dtype="i4", casting="unsafe")),
+             (mt.negative(ti, dtype="f4"), np.negative(I2, dtype="f4")),
+             (np.add(tf4, tf4, dtype="f8"), np.add(F4, F4, dtype="f8")),  # through __array_ufunc__
+             (mt.divmod(ti, 3, dtype="f8")[1], np.divmod(I2, 3, dtype="f8")[1])]
+    _check_all(pairs)
+    for t, e in pairs:
+        assert t.fetch().dtype == e.dtype
+
+
+def test_ufunc_casting_errors():
+    """numpy's casting checks at build time, with numpy's exception types."""
+    tf, ti = mt.tensor(F2, chunk_size=2), mt.tensor(I2, chunk_size=2)
+    with pytest.raises(np._core._exceptions._UFuncInputCastingError):
+        mt.add(tf, 1, dtype="i8")  # same_kind: float input to an int loop
+    with pytest.raises(np._core._exceptions._UFuncOutputCastingError):
+        mt.add(tf, 1, out=mt.zeros(F2.shape, dtype="i8"))
     with pytest.raises(TypeError):
-        mt.divmod(t, 2, where=t > 0)
+        mt.add(ti, ti, dtype="f4", casting="no")
+    with pytest.raises(TypeError):
+        mt.sqrt(ti, out=mt.zeros(I2.shape, dtype="i8"))
+    with pytest.raises(ValueError):
+        mt.add(tf, 1, order="X")
+
+
+@pytest.mark.parametrize("chunks", [(5, 6), (2, 4), 1])
+def test_ufunc_out_where_casting(client, chunks):
+    t, u = mt.tensor(F2, chunk_size=chunks), mt.tensor(F2B, chunk_size=3)
+    ti = mt.tensor(I2, chunk_size=chunks)
+    mask = F2 > 0
+    pairs = []
+    # out as a 1-tuple, out of another dtype under casting="unsafe"
+    o1 = mt.zeros(F2.shape, chunk_size=4)
+    assert mt.add(t, u, out=(o1,)) is o1
+    pairs.append((o1, F2 + F2B))
+    o2 = mt.zeros(F2.shape, dtype="i4", chunk_size=2)
+    mt.multiply(t, 10, out=o2, casting="unsafe")
+    pairs.append((o2, np.multiply(F2, 10, out=np.zeros(F2.shape, "i4"), casting="unsafe")))
+    # where with out: the other values of out are kept
+    o3 = mt.full(F2.shape, -7.0, chunk_size=3)
+    mt.sqrt(t, out=o3, where=t > 0)
+    e3 = np.full(F2.shape, -7.0)
+    np.sqrt(F2, out=e3, where=mask)
+    pairs.append((o3, e3))
+    # a numpy condition, broadcast along the rows; where=False leaves out untouched
+    o4 = mt.ones(F2.shape, chunk_size=2)
+    mt.subtract(t, 1, out=o4, where=mask[0])
+    e4 = np.ones(F2.shape)
+    np.subtract(F2, 1, out=e4, where=mask[0])
+    pairs.append((o4, e4))
+    o5 = mt.ones(F2.shape, chunk_size=2)
+    mt.add(t, 1, out=o5, where=False)
+    pairs.append((o5, np.ones(F2.shape)))
+    # the inputs broadcast up to out's shape
+    o6 = mt.zeros((3, 5, 6), chunk_size=2)
+    mt.add(t, 1, out=o6)
+    pairs.append((o6, np.broadcast_to(F2 + 1, (3, 5, 6))))
+    # two outputs: one given, one allocated
+    q = mt.zeros(I2.shape, dtype="i8", chunk_size=3)
+    q2, r2 = mt.divmod(ti, 3, out=(q, None))
+    assert q2 is q
+    pairs += [(q, I2 // 3), (r2, I2 % 3)]
+    _check_all(pairs)
+
+
+@pytest.mark.parametrize("chunks", [(5, 6), (2, 4), 1])
+def test_ufunc_where_without_out(client, chunks):
+    """Mars allows where= without out=: the selected values are numpy's (numpy leaves the
+    others uninitialized; here they are zeros)."""
+    t = mt.tensor(F2, chunk_size=chunks)
+    mask = F2 > 0
+    res = mt.sqrt(t, where=t > 0)
+    res2 = mt.add(t, 1, where=np.broadcast_to(mask[0], (2, 5, 6)))  # where= broadcasts the output
+    assert res.shape == F2.shape and res2.shape == (2, 5, 6)
+    execute(res, res2)
+    got, got2 = res.fetch(), res2.fetch()
+    np.testing.assert_allclose(got[mask], np.sqrt(F2[mask]))
+    np.testing.assert_array_equal(got[~mask], 0)
+    np.testing.assert_allclose(got2[:, :, mask[0]], np.broadcast_to(F2 + 1, (2, 5, 6))[:, :, mask[0]])
+    np.testing.assert_array_equal(got2[:, :, ~mask[0]], 0)
+
+
+def test_where_on_unknown_shape(client):
+    t = mt.tensor(F2.ravel(), chunk_size=7)
+    sel = t[t > 0]
+    data = F2.ravel()[F2.ravel() > 0]
+    o = mt.sqrt(sel, where=sel > 1)
+    o.execute()
+    got = o.fetch()
+    np.testing.assert_allclose(got[data > 1], np.sqrt(data[data > 1]))
+    assert_tensor(mt.true_divide(sel, 2, dtype="f4"), np.true_divide(data, 2, dtype="f4"))
+
+
+def _fortran(a, chunks):
+    """A Fortran-ordered tensor (the order attribute a datasource sets for F data)."""
+    t = mt.tensor(np.asfortranarray(a), chunk_size=chunks)
+    t.data.order = "F"
+    return t
+
+
+def _flags(x):
+    return (x.flags.c_contiguous, x.flags.f_contiguous)
+
+
+@pytest.mark.parametrize("chunks", [(5, 6), (2, 4), 1])
+def test_memory_order_kept(client, chunks):
+    """numpy's default order="K": element-wise results of F-ordered inputs are F-ordered
+    (and clip, around, astype); C wins over F; order= forces a layout."""
+    fa, fb = np.asfortranarray(F2), np.asfortranarray(F2B)
+    ta, tb, tc = _fortran(F2, chunks), _fortran(F2B, 3), mt.tensor(F2B, chunk_size=chunks)
+    row, col = F2B[0], F2B[:, :1]
+    cases = [(mt.sin(ta), np.sin(fa)), (ta + tb, fa + fb), (ta * 2, fa * 2), (2 - ta, 2 - fa),
+             (ta + mt.tensor(row, chunk_size=4), fa + row), (ta + mt.tensor(col), fa + col),
+             (ta + tc, fa + F2B), (tc + ta, F2B + fa),
+             (mt.clip(ta, -1, 1), np.clip(fa, -1, 1)), (ta.clip(0, None), fa.clip(0, None)),
+             (mt.around(ta, 1), np.around(fa, 1)), (ta.round(), fa.round()),
+             (ta.astype("f4"), fa.astype("f4")), (ta.astype("f4", order="C"), fa.astype("f4", order="C")),
+             (mt.add(ta, 1, order="C"), np.add(fa, 1, order="C")),
+             (mt.add(tc, 1, order="F"), np.add(F2B, 1, order="F")),
+             (mt.where(ta > 0, ta, 0), np.where(fa > 0, fa, 0)), (mt.divmod(ta, 0.5)[0], np.divmod(fa, 0.5)[0]),
+             (ta > tb, fa > fb), (-ta, -fa), (abs(ta), abs(fa)), (ta.copy(), fa.copy()),
+             (ta.copy(order="K"), fa.copy(order="K"))]
+    _check_all(cases)
+    for t, e in cases:
+        assert t.flags["C_CONTIGUOUS"] == e.flags.c_contiguous and t.flags["F_CONTIGUOUS"] == e.flags.f_contiguous
+        assert _flags(t.fetch()) == _flags(e), (t.order, _flags(t.fetch()), _flags(e))
+
+
+def test_out_keeps_its_order(client):
+    ta = _fortran(F2, 2)
+    o = mt.zeros(F2.shape, chunk_size=3)  # C-ordered out: numpy writes into its layout
+    mt.add(ta, 1, out=o)
+    assert_tensor(o, F2 + 1)
+    assert o.fetch().flags.c_contiguous and not o.fetch().flags.f_contiguous
+    of = _fortran(np.zeros(F2.shape), 4)
+    mt.sin(mt.tensor(F2), out=of)
+    assert_tensor(of, np.sin(F2))
+    assert of.fetch().flags.f_contiguous
 
 
 @pytest.mark.parametrize("src,dst", [(np.float64, np.int32), (np.int64, np.float32), (np.bool_, np.int8),

@@ -26,7 +26,9 @@ def check_many(cases):
     for t, e in cases:
         e = np.asarray(e)
         got = t.fetch()
-        assert isinstance(got, np.ndarray) and got.shape == e.shape and got.dtype == e.dtype, (got, e)
+        # 0-d results fetch as numpy scalars, as numpy's reductions give
+        assert isinstance(got, np.generic if e.ndim == 0 else np.ndarray), (type(got), e)
+        assert got.shape == e.shape and got.dtype == e.dtype, (got, e)
         np.testing.assert_array_equal(got, e)
 
 
@@ -92,7 +94,9 @@ def test_tensor_bad_args():
 )
 def test_tensor_roundtrip_property(client, data, chunk):
     got = mt.tensor(data, chunk_size=chunk).execute().fetch()
-    assert got.dtype == data.dtype and got.shape == data.shape
+    # a 0-d result is a numpy scalar, as ``data[()]`` (scalars are in native byte order)
+    expected_dtype = data[()].dtype if data.ndim == 0 else data.dtype
+    assert got.dtype == expected_dtype and got.shape == data.shape
     np.testing.assert_array_equal(got, data)
 
 
@@ -322,3 +326,91 @@ def test_dask_compute(client):
     a, b = dask.compute(mt.arange(7, chunk_size=3), mt.eye(3, chunk_size=2))
     np.testing.assert_array_equal(a, np.arange(7))
     np.testing.assert_array_equal(b, np.eye(3))
+
+
+@pytest.mark.parametrize("func", ["empty", "ones", "zeros", "full"])
+def test_fill_order_f(client, func):
+    args = (3.5,) if func == "full" else ()
+    for chunk in (None, (2, 3), 1):
+        t = getattr(mt, func)((4, 5), *args, order="F", chunk_size=chunk)
+        assert t.order == "F"
+        assert getattr(mt, func)((4, 5), *args, chunk_size=chunk).order == "C"
+        got = t.execute().fetch()
+        assert got.shape == (4, 5)
+        if func != "empty":
+            np.testing.assert_array_equal(got, getattr(np, func)((4, 5), *args, order="F"))
+
+
+def test_from_dataframe(client):
+    import pandas as pd
+
+    import mars_dask.dataframe as md
+
+    pdf = pd.DataFrame({"a": np.arange(7), "b": np.linspace(0, 1, 7), "c": np.arange(7, dtype="i2")})
+    for chunk in (None, 3, 1):
+        df = md.DataFrame(pdf, chunk_size=chunk)
+        t = mt.from_dataframe(df)
+        assert t.order == "F" and t.shape == (7, 3) and t.dtype == np.float64
+        assert_tensor(t, pdf.to_numpy())
+        assert_tensor(mt.from_dataframe(df, dtype="f4"), pdf.to_numpy(dtype="f4"))
+        ints = mt.from_dataframe(df[["a", "c"]])
+        assert_tensor(ints, pdf[["a", "c"]].to_numpy())
+    # rows of unknown count (a filter) keep their chunks
+    df = md.DataFrame(pdf, chunk_size=3)
+    filtered = mt.from_dataframe(df[df["a"] > 2])
+    assert_tensor(filtered, pdf[pdf["a"] > 2].to_numpy())
+    assert_tensor(mt.from_dataframe(pdf), pdf.to_numpy())
+    with pytest.raises(TypeError):
+        mt.from_dataframe(np.ones(3))
+
+
+@pytest.mark.parametrize("name,package", [
+    ("fromzarr", "zarr"), ("from_zarr", "zarr"), ("tozarr", "zarr"), ("to_zarr", "zarr"),
+    ("fromhdf5", "h5py"), ("from_hdf5", "h5py"), ("tohdf5", "h5py"), ("to_hdf5", "h5py"),
+])
+def test_optional_readers_writers(tmp_path, name, package):
+    try:
+        __import__(package)
+    except ImportError:
+        with pytest.raises(ImportError, match=package):
+            if name.startswith("to"):
+                getattr(mt, name)(str(tmp_path / "x"), mt.ones((2, 2)), dataset="d")
+            else:
+                getattr(mt, name)(str(tmp_path / "x"), dataset="d")
+        return
+    pytest.skip(f"{package} is installed: covered by test_zarr_hdf5_roundtrip")
+
+
+def test_zarr_hdf5_roundtrip(client, tmp_path):
+    x = np.arange(20.0).reshape(4, 5)
+    ran = False
+    try:
+        import zarr
+    except ImportError:
+        pass
+    else:
+        mt.tozarr(str(tmp_path / "z"), mt.tensor(x, chunk_size=2), dataset="d").execute()
+        assert_tensor(mt.fromzarr(str(tmp_path / "z"), dataset="d", chunk_size=3), x)
+        arr = zarr.open(str(tmp_path / "z"), mode="r")["d"]
+        assert_tensor(mt.from_zarr(arr), x)
+        ran = True
+    try:
+        import h5py
+    except ImportError:
+        pass
+    else:
+        mt.tohdf5(str(tmp_path / "h.h5"), mt.tensor(x, chunk_size=2), group="g", dataset="d").execute()
+        assert_tensor(mt.fromhdf5(str(tmp_path / "h.h5"), group="g", dataset="d", chunk_size=3), x)
+        with h5py.File(str(tmp_path / "h.h5"), "r") as f:
+            t = mt.from_hdf5(f["g/d"])
+        assert_tensor(t, x)
+        ran = True
+    if not ran:
+        pytest.skip("neither zarr nor h5py is installed")
+
+
+@pytest.mark.parametrize("name", ["fromtiledb", "from_tiledb", "totiledb", "to_tiledb", "fromvineyard",
+                                  "from_vineyard", "tovineyard", "to_vineyard", "imread"])
+def test_integrations_not_shipped(name):
+    with pytest.raises(NotImplementedError, match="TileDB|Vineyard|image"):
+        getattr(mt, name)("x")

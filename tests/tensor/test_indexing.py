@@ -380,3 +380,82 @@ def test_property_mask_indexing(client, data):
     x = mt.tensor(arr, chunk_size=chunks)
     assert_tensor(x[mask], arr[mask])
     assert_tensor(x[mt.tensor(mask, chunk_size=chunks[:nd])], arr[mask])
+
+
+# ---- choose, extract, unravel_index, argwhere's memory order -----------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_choose(client, chunk):
+    idx = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 0, 2]])
+    choices = [np.arange(12).reshape(3, 4), np.full(4, -1.5), 7, np.arange(3)[:, None] * 100]
+    t = mt.tensor(idx, chunk_size=chunk)
+    tch = [mt.tensor(c, chunk_size=chunk) if isinstance(c, np.ndarray) else c for c in choices]
+    assert_tensor(mt.choose(t, tch), np.choose(idx, choices))
+    big = idx * 3 - 2
+    for mode in ("wrap", "clip"):
+        assert_tensor(mt.choose(mt.tensor(big, chunk_size=chunk), tch, mode=mode), np.choose(big, choices, mode=mode))
+    stacked = np.arange(24).reshape(2, 3, 4)
+    assert_tensor(mt.choose(t % 2, mt.tensor(stacked, chunk_size=chunk)), np.choose(idx % 2, stacked))
+    out = mt.zeros((3, 4))
+    mt.choose(t, tch, out=out)
+    assert_tensor(out, np.choose(idx, choices))
+    u = mt.tensor([0, 1, 1, 0, 2])
+    uu = u[u < 2]
+    assert_tensor(mt.choose(uu, [10, 20]), np.choose(np.array([0, 1, 1, 0]), [10, 20]))
+    with pytest.raises(ValueError, match="invalid entry"):
+        mt.choose(mt.tensor(big, chunk_size=chunk), tch).execute()
+    with pytest.raises(ValueError):
+        mt.choose(t, tch, mode="bad")
+    with pytest.raises(TypeError):
+        mt.choose(mt.tensor([0.5]), [1, 2])
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_extract(client, chunk):
+    a = np.arange(12).reshape(3, 4)
+    x = mt.tensor(a, chunk_size=chunk)
+    cond = a % 3 == 0
+    assert_tensor(mt.extract(mt.tensor(cond, chunk_size=2), x), np.extract(cond, a))
+    assert_tensor(mt.extract(cond, x), np.extract(cond, a))
+    assert_tensor(mt.extract(a % 2, x), np.extract(a % 2, a))
+    assert_tensor(mt.extract([True, False, True], x), np.extract([True, False, True], a))
+    u = x[x > 4]
+    assert_tensor(mt.extract(u % 2 == 0, u), np.extract(a[a > 4] % 2 == 0, a[a > 4]))
+    with pytest.raises(IndexError):
+        mt.extract(np.ones(13, bool), x)
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_unravel_index(client, chunk):
+    flat = np.array([22, 41, 37, 0, 5])
+    t = mt.tensor(flat, chunk_size=chunk)
+    for dims, order in [((7, 6), "C"), ((7, 6), "F"), ((6, 7, 1), "C"), (42, "C")]:
+        got, exp = mt.unravel_index(t, dims, order=order), np.unravel_index(flat, dims, order=order)
+        assert len(got) == len(exp)
+        for g, e in zip(got, exp):
+            assert_tensor(g, e)
+    for g, e in zip(mt.unravel_index(1621, (6, 7, 8, 9)), np.unravel_index(1621, (6, 7, 8, 9))):
+        assert g.shape == () and g.dtype == e.dtype
+        got = g.execute().fetch()
+        assert got == e and np.ndim(got) == 0
+    u = t[t > 4]
+    for g, e in zip(mt.unravel_index(u, (7, 6)), np.unravel_index(flat[flat > 4], (7, 6))):
+        assert_tensor(g, e)
+    with pytest.raises(ValueError):
+        mt.unravel_index(t, (7, 6), order="X")
+    with pytest.raises(TypeError):
+        mt.unravel_index(mt.tensor([1.5]), (7, 6))
+    with pytest.raises(ValueError, match="out of bounds"):
+        mt.unravel_index(t, (2, 3))[0].execute()
+
+
+@pytest.mark.parametrize("shape,chunk", [((5, 6), (2, 4)), ((3, 4, 5), 2), ((7,), 3)])
+def test_argwhere_memory_order(client, shape, chunk):
+    a = np.arange(int(np.prod(shape))).reshape(shape) % 3
+    t = mt.argwhere(mt.tensor(a, chunk_size=chunk))
+    assert t.order == "F"
+    got = assert_tensor(t, np.argwhere(a))
+    exp = np.argwhere(a)
+    assert got.flags.f_contiguous == exp.flags.f_contiguous
+    assert got.flags.c_contiguous == exp.flags.c_contiguous

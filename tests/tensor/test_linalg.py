@@ -231,16 +231,116 @@ def _spd(n, dtype=np.float64):
 
 @pytest.mark.parametrize("n, chunks, dtype", [(7, 3, np.float64), (6, 6, np.float32), (5, 1, np.float64), (8, (3, 4), np.float32)])
 def test_cholesky(client, n, chunks, dtype):
+    """Mars's default is the UPPER factor (scipy's convention); lower=True gives numpy's."""
     a = _spd(n, dtype)
     t = mt.tensor(a, chunk_size=chunks)
-    L = assert_tensor(mt.linalg.cholesky(t), np.linalg.cholesky(a), **_tol(dtype))
+    U = assert_tensor(mt.linalg.cholesky(t), scipy.linalg.cholesky(a), **_tol(dtype))
+    np.testing.assert_allclose(U, np.triu(U))
+    np.testing.assert_allclose(U.T @ U, a, **_tol(dtype))
+    L = assert_tensor(mt.linalg.cholesky(t, lower=True), np.linalg.cholesky(a), **_tol(dtype))
     np.testing.assert_allclose(L @ L.T, a, **_tol(dtype))
+    assert_tensor(mt.linalg.cholesky(t, lower=False), np.linalg.cholesky(a).T, **_tol(dtype))
     assert_tensor(mt.linalg.cholesky(t, upper=True), np.linalg.cholesky(a, upper=True), **_tol(dtype))
+    assert_tensor(mt.linalg.cholesky(t, upper=False), np.linalg.cholesky(a), **_tol(dtype))
 
 
-def test_cholesky_int(client):
+def test_cholesky_int_complex(client):
     a = (_spd(4) * 10).round().astype(np.int64)
-    assert_tensor(mt.linalg.cholesky(mt.tensor(a, chunk_size=3)), np.linalg.cholesky(a))
+    assert_tensor(mt.linalg.cholesky(mt.tensor(a, chunk_size=3)), scipy.linalg.cholesky(a))
+    assert_tensor(mt.linalg.cholesky(mt.tensor(a, chunk_size=3), lower=True), np.linalg.cholesky(a))
+    m = _data((5, 5)) + 1j * _data((5, 5))
+    h = m @ m.conj().T + 5 * np.eye(5)
+    assert_tensor(mt.linalg.cholesky(mt.tensor(h, chunk_size=2)), scipy.linalg.cholesky(h))
+    assert_tensor(mt.linalg.cholesky(mt.tensor(h, chunk_size=2), lower=True), np.linalg.cholesky(h))
+    with pytest.raises(ValueError):
+        mt.linalg.cholesky(mt.tensor(a), lower=True, upper=True)
+
+
+def _triangular(n, dtype, seed):
+    """A full matrix (solve_triangular reads only one triangle) with a strong diagonal."""
+    r = np.random.default_rng(seed)
+    a = r.random((n, n)) + n * np.eye(n)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * r.random((n, n))
+    return (a * (10 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
+
+
+@pytest.mark.parametrize("achunks, bshape, bchunks", [
+    (7, (7,), 7),  # one chunk
+    ((3, 4), (7, 5), (2, 3)),  # uneven, b's rows cut elsewhere
+    (1, (7,), 1),  # 1-element chunks
+    (2, (7, 3), (7, 1)),
+])
+@pytest.mark.parametrize("lower", [False, True])
+def test_solve_triangular(client, achunks, bshape, bchunks, lower):
+    a = _triangular(7, np.float64, 1)
+    b = np.random.default_rng(2).random(bshape)
+    x = mt.linalg.solve_triangular(mt.tensor(a, chunk_size=achunks), mt.tensor(b, chunk_size=bchunks), lower=lower)
+    assert_tensor(x, scipy.linalg.solve_triangular(a, b, lower=lower))
+
+
+@pytest.mark.parametrize("adtype, bdtype", [(np.int64, np.int64), (np.float32, np.float32), (np.float32, np.float64),
+                                            (np.complex128, np.float64)])
+def test_solve_triangular_dtypes(client, adtype, bdtype):
+    a = _triangular(5, adtype, 3)
+    b = (np.random.default_rng(4).random((5, 2)) * 10).astype(bdtype)
+    expected = scipy.linalg.solve_triangular(a, b, lower=True)
+    assert_tensor(mt.linalg.solve_triangular(mt.tensor(a, chunk_size=2), mt.tensor(b, chunk_size=3), lower=True),
+                  expected, **_tol(expected.dtype))
+
+
+def test_solve_triangular_unknown_shape_and_singular(client):
+    v = np.random.default_rng(5).random(12)
+    mask = v > 0.4
+    k = int(mask.sum())
+    tv = mt.tensor(v, chunk_size=5)
+    b = tv[tv > 0.4]  # length known only after execution
+    a = _triangular(k, np.float64, 6)
+    assert_tensor(mt.linalg.solve_triangular(mt.tensor(a, chunk_size=3), b), scipy.linalg.solve_triangular(a, v[mask]))
+    s = np.triu(_triangular(6, np.float64, 7))
+    s[4, 4] = 0
+    with pytest.raises(np.linalg.LinAlgError, match="diagonal 4"):  # scipy's message, global index
+        mt.linalg.solve_triangular(mt.tensor(s, chunk_size=2), mt.ones(6)).execute()
+
+
+def test_solve_triangular_bad_input():
+    sq = mt.ones((3, 3))
+    with pytest.raises(ValueError, match="2 dimensional"):  # LinAlgError is a ValueError, as scipy's
+        mt.linalg.solve_triangular(mt.ones(3), mt.ones(3))
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        mt.linalg.solve_triangular(mt.ones((3, 4)), mt.ones(3))
+    with pytest.raises(ValueError, match="incompatible"):
+        mt.linalg.solve_triangular(sq, mt.ones(4))
+    with pytest.raises(np.linalg.LinAlgError):
+        mt.linalg.solve_triangular(sq, mt.ones((3, 3, 3)))
+
+
+@pytest.mark.parametrize("shape, chunks, normalizer", [((30, 12), (7, 5), "auto"), ((12, 30), 30, "QR"),
+                                                       ((25, 10), 4, "none")])
+def test_randomized_svd(client, shape, chunks, normalizer):
+    r = np.random.default_rng(8)
+    m = r.random((shape[0], 5)) @ r.random((5, shape[1]))  # rank 5: the range finder is exact
+    u, s, vh = mt.linalg.randomized_svd(mt.tensor(m, chunk_size=chunks), 3, power_iteration_normalizer=normalizer)
+    assert u.shape == (shape[0], 3) and s.shape == (3,) and vh.shape == (3, shape[1])
+    S = assert_tensor(s, np.linalg.svd(m, compute_uv=False)[:3], rtol=1e-8)
+    u.execute(), vh.execute()
+    U, Vh = u.fetch(), vh.fetch()
+    np.testing.assert_allclose(U.T @ U, np.eye(3), atol=1e-10)
+    nu, _, nvh = np.linalg.svd(m, full_matrices=False)
+    np.testing.assert_allclose(np.abs(U), np.abs(nu[:, :3]), atol=1e-6)
+    np.testing.assert_allclose((U * S) @ Vh, (nu[:, :3] * S) @ nvh[:3], atol=1e-6)
+    # flip_sign: the largest entry of each column of u is positive (transposed or not)
+    assert (U[np.abs(U).argmax(axis=0), np.arange(3)] > 0).all()
+
+
+def test_linalg_names_of_mars():
+    """Every public name Mars 0.10's ``mt.linalg`` exports (its operand classes aside)."""
+    names = ["cholesky", "dot", "inner", "innerproduct", "inv", "lu", "matmul", "norm", "qr", "solve",
+             "solve_triangular", "svd", "randomized_svd", "tensordot", "vdot", "LinAlgError"]
+    missing = [n for n in names if not hasattr(mt.linalg, n)]
+    assert not missing
+    assert set(names) <= set(mt.linalg.__all__)
+    assert mt.linalg.innerproduct is mt.linalg.inner
 
 
 def test_cholesky_not_positive_definite(client):

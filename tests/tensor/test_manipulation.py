@@ -328,3 +328,196 @@ def test_tile(client):
     assert_tensor(mt.tile(mt.tensor(np.arange(3)), (2, 2)), np.tile(np.arange(3), (2, 2)))
     with pytest.raises(ValueError):
         mt.tile(x, -1)
+
+
+# ---- append, insert, delete --------------------------------------------------------------------------
+
+
+CHUNKINGS = [None, 1, 3]  # one chunk, 1-element chunks, uneven chunks
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+def test_append(client, chunk):
+    a = np.arange(12).reshape(3, 4)
+    x = mt.tensor(a, chunk_size=chunk)
+    assert_tensor(mt.append(x, [1.5, 2]), np.append(a, [1.5, 2]))
+    assert_tensor(mt.append(x, [[7, 8, 9, 10]], axis=0), np.append(a, [[7, 8, 9, 10]], axis=0))
+    assert_tensor(mt.append(x, mt.ones((3, 1), dtype=int), axis=1), np.append(a, np.ones((3, 1), dtype=int), axis=1))
+    u, ua = _unknown_1d()
+    assert_tensor(mt.append(u, [1, 2]), np.append(ua, [1, 2]))
+    with pytest.raises(ValueError):
+        mt.append(x, [1, 2], axis=0)
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+def test_insert(client, chunk):
+    a = np.arange(12).reshape(3, 4)
+    x = mt.tensor(a, chunk_size=chunk)
+    cases = [
+        (1, 5, None), (-1, 5, None), (12, [8, 9], None), (1, 5, 1), (1, [[1], [2], [3]], 1),
+        (1, [1, 2, 3], 1), ([1], [[1], [2], [3]], 1), ([1, 3, 1], 5.5, 1), ([0, 4, 2], [7, 8, 9], 1),
+        (slice(1, 3), [7, 8], 1), (slice(None, None, 2), 0, 0), ([], 1, 0), (np.array([True, False, True, False]), 9, 1),
+        ([3, 0], [[1, 2, 3, 4], [5, 6, 7, 8]], 0), (4, [9, 9, 9], 1), (np.int64(2), 1, 0),
+    ]
+    for obj, values, axis in cases:
+        assert_tensor(mt.insert(x, obj, values, axis=axis), np.insert(a, obj, values, axis=axis))
+    # tensor values and tensor indices
+    assert_tensor(mt.insert(x, [1, 3], mt.tensor([[10], [20], [30]], chunk_size=2), axis=1),
+                  np.insert(a, [1, 3], [[10], [20], [30]], axis=1))
+    assert_tensor(mt.insert(x, mt.tensor([4, 0, -1], chunk_size=2), [7, 8, 9], axis=1),
+                  np.insert(a, [4, 0, -1], [7, 8, 9], axis=1))
+    assert_tensor(mt.insert(x, mt.tensor(2), [1, 2, 3], axis=1), np.insert(a, 2, [1, 2, 3], axis=1))
+    u, ua = _unknown_1d()
+    assert_tensor(mt.insert(u, [0, 2, -1], [1, 2, 3]), np.insert(ua, [0, 2, -1], [1, 2, 3]))
+    assert_tensor(mt.insert(u, 3, 7.0), np.insert(ua, 3, 7.0))
+
+
+def test_insert_errors(client):
+    x = mt.tensor(np.arange(12).reshape(3, 4), chunk_size=2)
+    with pytest.raises(IndexError):
+        mt.insert(x, 5, 1, axis=1)
+    with pytest.raises(IndexError):
+        mt.insert(x, [0, -6], 1, axis=1)
+    with pytest.raises(ValueError):
+        mt.insert(x, [[0, 1]], 1, axis=1)
+    with pytest.raises(ValueError):
+        mt.insert(x, [0, 1], [1, 2, 3], axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        mt.insert(x, 0, 1, axis=2)
+    bad = mt.insert(x, mt.tensor([9]), 1, axis=1)
+    with pytest.raises(IndexError):
+        bad.execute()
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+def test_delete(client, chunk):
+    a = np.arange(24).reshape(4, 6)
+    x = mt.tensor(a, chunk_size=chunk)
+    cases = [
+        (1, None), (-1, None), ([0, 5, 5, 23], None), (1, 0), (-2, 1), ([0, 2, 2, -1], 1),
+        (slice(1, 5, 2), 1), (slice(None, None, -2), 1), (slice(2, 2), 0), (slice(None), 0),
+        ([], 1), ([True, False, True, False], 0), (np.array([1, 3]), 1),
+    ]
+    for obj, axis in cases:
+        assert_tensor(mt.delete(x, obj, axis=axis), np.delete(a, obj, axis=axis))
+    assert_tensor(mt.delete(x, mt.tensor([4, 0, 4, -1], chunk_size=3), axis=1), np.delete(a, [4, 0, 4, -1], axis=1))
+    assert_tensor(mt.delete(x, mt.tensor([True, False, False, True]), axis=0),
+                  np.delete(a, [True, False, False, True], axis=0))
+    u, ua = _unknown_1d()
+    assert_tensor(mt.delete(u, [0, -1, 3]), np.delete(ua, [0, -1, 3]))
+    assert_tensor(mt.delete(u, slice(1, None, 3)), np.delete(ua, slice(1, None, 3)))
+
+
+def test_delete_errors(client):
+    x = mt.tensor(np.arange(12).reshape(3, 4), chunk_size=2)
+    with pytest.raises(IndexError):
+        mt.delete(x, 4, axis=1)
+    with pytest.raises(IndexError):
+        mt.delete(x, [0, -5], axis=1)
+    with pytest.raises(ValueError):
+        mt.delete(x, [True, False], axis=1)
+    with pytest.raises(IndexError):
+        mt.delete(x, [0.5], axis=1)
+    bad = mt.delete(x, mt.tensor([7]), axis=1)
+    with pytest.raises(IndexError):
+        bad.execute()
+
+
+# ---- roll, rollaxis, dsplit ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+def test_roll(client, chunk):
+    a = np.arange(24).reshape(4, 6)
+    x = mt.tensor(a, chunk_size=chunk)
+    for shift, axis in [(2, None), (-7, None), (0, None), (1, 0), (-1, 1), (13, 1), ((1, 2), (0, 1)),
+                        ((1, -3), (1, 1)), (2, (0, 1)), (25, None)]:
+        assert_tensor(mt.roll(x, shift, axis=axis), np.roll(a, shift, axis=axis))
+    u, ua = _unknown_1d()
+    assert_tensor(mt.roll(u, 3), np.roll(ua, 3))
+    assert_tensor(mt.roll(u[:, None] * np.ones(2), -1, axis=0), np.roll(ua[:, None] * np.ones(2), -1, axis=0))
+    assert_tensor(mt.roll(u[:, None] * np.ones(2), 3), np.roll(ua[:, None] * np.ones(2), 3))
+    with pytest.raises(ValueError):
+        mt.roll(x, [[1]], axis=0)
+    with pytest.raises(np.exceptions.AxisError):
+        mt.roll(x, 1, axis=2)
+
+
+def test_roll_keeps_chunks(client):
+    x = mt.tensor(np.arange(100), chunk_size=10)
+    r = mt.roll(x, 15).execute()
+    assert max(r.nsplits[0]) <= 10
+
+
+def test_rollaxis_dsplit(client):
+    a = np.arange(24).reshape(2, 3, 4)
+    x = mt.tensor(a, chunk_size=2)
+    for axis, start in [(2, 0), (0, 3), (1, -1), (-1, 1), (1, 1), (0, 0)]:
+        assert_tensor(mt.rollaxis(x, axis, start), np.rollaxis(a, axis, start))
+    with pytest.raises(np.exceptions.AxisError):
+        mt.rollaxis(x, 0, 4)
+    with pytest.raises(np.exceptions.AxisError):
+        mt.rollaxis(x, 3)
+    for got, exp in zip(mt.dsplit(x, 2), np.dsplit(a, 2)):
+        assert_tensor(got, exp)
+    for got, exp in zip(mt.dsplit(x, [1, 3]), np.dsplit(a, [1, 3])):
+        assert_tensor(got, exp)
+    with pytest.raises(ValueError):
+        mt.dsplit(mt.ones((2, 3)), 2)
+    with pytest.raises(ValueError):
+        mt.dsplit(x, 3)
+
+
+# ---- diff, ediff1d ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+def test_diff(client, chunk):
+    a = (np.arange(30) ** 2 % 17).reshape(5, 6)
+    x = mt.tensor(a, chunk_size=chunk)
+    for n, axis in [(1, -1), (2, -1), (1, 0), (3, 0), (4, 1), (6, 1), (9, 0)]:
+        assert_tensor(mt.diff(x, n=n, axis=axis), np.diff(a, n=n, axis=axis))
+    assert mt.diff(x, n=0) is x
+    b = a > 5
+    assert_tensor(mt.diff(mt.tensor(b, chunk_size=chunk)), np.diff(b))
+    u8 = a.astype(np.uint8)
+    assert_tensor(mt.diff(mt.tensor(u8, chunk_size=chunk), axis=0), np.diff(u8, axis=0))
+    assert_tensor(mt.diff(x, prepend=0, append=[[1], [2], [3], [4], [5]]),
+                  np.diff(a, prepend=0, append=[[1], [2], [3], [4], [5]]))
+    assert_tensor(mt.diff(x, axis=0, prepend=1.5), np.diff(a, axis=0, prepend=1.5))
+    u, ua = _unknown_1d()
+    assert_tensor(mt.diff(u, 2), np.diff(ua, 2))
+    with pytest.raises(ValueError):
+        mt.diff(x, n=-1)
+    with pytest.raises(ValueError):
+        mt.diff(mt.tensor(1))
+    with pytest.raises(np.exceptions.AxisError):
+        mt.diff(x, axis=2)
+
+
+def test_diff_moves_only_heads(client):
+    x = mt.tensor(np.arange(40.0), chunk_size=10)
+    d = mt.diff(x)
+    d._ensure_tiled()
+    assert d.nsplits == ((10, 10, 10, 9),)
+    for c in d.chunks:
+        # each output chunk reads its own chunk and a one-element slice of the next one
+        assert all(i.shape in ((10,), (1,)) for i in c.inputs)
+    assert_tensor(d, np.diff(np.arange(40.0)))
+
+
+@pytest.mark.parametrize("chunk", CHUNKINGS)
+def test_ediff1d(client, chunk):
+    a = np.array([[1, 2, 4], [7, 0, 3]], dtype=np.int32)
+    x = mt.tensor(a, chunk_size=chunk)
+    assert_tensor(mt.ediff1d(x), np.ediff1d(a))
+    assert_tensor(mt.ediff1d(x, to_begin=-99, to_end=[88, 99]), np.ediff1d(a, to_begin=-99, to_end=[88, 99]))
+    assert_tensor(mt.ediff1d(x, to_end=mt.tensor([5, 6])), np.ediff1d(a, to_end=np.array([5, 6])))
+    f = a.astype(np.float32)
+    assert_tensor(mt.ediff1d(mt.tensor(f, chunk_size=chunk), to_begin=np.nan), np.ediff1d(f, to_begin=np.nan))
+    u, ua = _unknown_1d()
+    assert_tensor(mt.ediff1d(u, to_end=0.5), np.ediff1d(ua, to_end=0.5))
+    with pytest.raises(TypeError):
+        mt.ediff1d(x, to_begin=1.5)
+    with pytest.raises(TypeError):
+        mt.ediff1d(mt.tensor([True, False]))

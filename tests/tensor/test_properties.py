@@ -1,15 +1,19 @@
 """Property tests: element-wise operations and reductions agree with numpy on random
-shapes (up to 3-d, size-0 axes included), random chunkings, random axes and keepdims."""
+shapes (up to 3-d, size-0 axes included), random chunkings, random axes and keepdims; the
+fetched objects are numpy's (scalars for 0-d results, the memory order); ``Tensor.flags``
+and Mars's tuple ``chunk_size`` shorter than the shape."""
 
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import mars_dask.tensor as mt
 from mars_dask.session import execute
+from mars_dask.tiling.tile import tile
 from tests.helpers import assert_tensor
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -107,4 +111,73 @@ def test_reductions(client, ac, data):
         raise AssertionError(f"{name} on {a.shape} axis={axis} did not raise at build time") from None
     if name not in ("cumsum", "cumprod"):
         kwargs["combine_size"] = combine
-    assert_tensor(getattr(mt, name)(t, axis=axis, **kwargs), expected, rtol=1e-9, atol=1e-12)
+    got = assert_tensor(getattr(mt, name)(t, axis=axis, **kwargs), expected, rtol=1e-9, atol=1e-12)
+    # numpy gives a scalar (np.float64(...)) for a 0-d result, and so does fetch()
+    assert type(got) is type(getattr(np, name)(a, axis=axis, **{k: v for k, v in kwargs.items() if k != "combine_size"}))
+
+
+@SETTINGS
+@given(ac=array_and_chunks(), fortran=st.booleans(), data=st.data())
+def test_fetched_layout_is_numpys(client, ac, fortran, data):
+    """The fetched array has numpy's memory layout (flags) for element-wise results of C or
+    Fortran inputs (numpy's order="K"), and Tensor.flags says so beforehand."""
+    a, chunks = ac
+    src = np.asfortranarray(a) if fortran else a
+    t = mt.tensor(src, chunk_size=chunks)
+    if fortran:
+        t.data.order = "F"  # what a datasource records for Fortran data
+    func = data.draw(st.sampled_from([np.sin, np.negative, lambda x: x * 2 + 1, lambda x: np.clip(x, -1, 1)]))
+    r, e = func(t), _np(func, src)
+    got = assert_tensor(r, e)
+    assert (got.flags.c_contiguous, got.flags.f_contiguous) == (e.flags.c_contiguous, e.flags.f_contiguous)
+    assert (r.flags["C_CONTIGUOUS"], r.flags["F_CONTIGUOUS"]) == (e.flags.c_contiguous, e.flags.f_contiguous)
+
+
+def test_zero_d_results_are_numpy_scalars(client):
+    a = np.arange(15.0).reshape(3, 5)
+    t = mt.tensor(a, chunk_size=2)
+    cases = [(mt.ones(5, chunk_size=2).sum(), np.ones(5).sum()), (t.sum(), a.sum()), (t.max(), a.max()),
+             (t.argmax(), a.argmax()), ((t > 3).any(), (a > 3).any()), (t[1, 2], a[1, 2]),
+             (mt.tensor(3.5) * 2, np.float64(3.5) * 2), (mt.linalg.norm(t), np.linalg.norm(a)),
+             (mt.tensor(np.int8(3)) + mt.tensor(np.int8(4)), np.int8(3) + np.int8(4))]
+    execute(*[c for c, _ in cases])
+    for lazy, expected in cases:
+        got = lazy.fetch()
+        assert type(got) is type(expected) and got == expected, (got, expected)
+    assert mt.tensor(a, chunk_size=2).sum().to_numpy() == 105.0
+
+
+def test_flags():
+    c = mt.ones((3, 4), chunk_size=2)
+    f = mt.ones((3, 4), chunk_size=2)
+    f.data.order = "F"
+    assert c.flags == {"C_CONTIGUOUS": True, "F_CONTIGUOUS": False}  # Mars's dict
+    assert f.flags == {"C_CONTIGUOUS": False, "F_CONTIGUOUS": True}
+    assert c.flags.c_contiguous and not c.flags.f_contiguous and c.flags["C"] and not c.flags["F"]
+    assert f.flags.f_contiguous and f.flags.fortran and not f.flags.contiguous
+    assert c.flags.owndata and c.flags.writeable and c.flags["WRITEABLE"]  # as the fetched array's
+    for t in (mt.ones(4), mt.tensor(2.0), mt.ones((1, 4)), mt.ones((0, 3)), f[:1]):  # both, as numpy's
+        assert t.flags == {"C_CONTIGUOUS": True, "F_CONTIGUOUS": True}, t.shape
+    with pytest.raises(AttributeError):
+        c.flags.bogus
+    with pytest.raises(KeyError):
+        c.flags["bogus"]
+
+
+def test_chunk_size_tuple_shorter_than_shape():
+    """Mars (decide_chunk_sizes): a tuple chunk_size gives the leading axes; the others are
+    chunked automatically within the chunk store limit."""
+    import dask.config
+
+    t = mt.ones((4, 6), chunk_size=(2,))
+    tile([t.data], None)
+    assert t.nsplits == ((2, 2), (6,))
+    t = mt.tensor(np.ones((5, 3, 2)), chunk_size=[3])
+    tile([t.data], None)
+    assert t.nsplits == ((3, 2), (3,), (2,))
+    with dask.config.set({"mars-dask.tiling.chunk-store-limit": 64}):  # 8 float64s per chunk
+        t = mt.ones((4, 6), chunk_size=(2,))
+        tile([t.data], None)
+        assert t.nsplits == ((2, 2), (4, 2))
+    with pytest.raises(ValueError, match="more dimensions"):
+        mt.ones((4,), chunk_size=(2, 2))

@@ -232,3 +232,164 @@ def test_searchsorted(client, side):
     assert_tensor(mt.searchsorted(ta, 4, side=side), np.searchsorted(a, 4, side=side))
     with pytest.raises(ValueError):
         mt.searchsorted(ta, v, side="middle")
+
+
+# ---- topk / argtopk -----------------------------------------------------------------------
+
+
+def _stable_top(x, k, axis=-1, largest=True, order=None):
+    """numpy reference: the first k of a stable sort in the requested direction (ties: the
+    smallest index first), values and indices."""
+    if axis is None:
+        x, axis = x.ravel(), 0
+    xm = np.moveaxis(x, axis, -1)
+    n = xm.shape[-1]
+    kw = {} if order is None else {"order": order}
+    if largest:
+        o = (n - 1 - np.argsort(xm[..., ::-1], axis=-1, kind="stable", **kw))[..., ::-1]
+    else:
+        o = np.argsort(xm, axis=-1, kind="stable", **kw)
+    o = o[..., :k]
+    return np.moveaxis(np.take_along_axis(xm, o, -1), -1, axis), np.moveaxis(o, -1, axis).astype(np.int64)
+
+
+def _check_topk(t, x, k, **kw):
+    ev, ei = _stable_top(x, k, **kw)
+    v, (v2, i2), i = mt.topk(t, k, **kw), mt.topk(t, k, return_index=True, **kw), mt.argtopk(t, k, **kw)
+    mars_dask.execute(v, v2, i2, i)
+    for got, exp in ((v, ev), (v2, ev), (i2, ei), (i, ei)):
+        assert_tensor(got, exp, exact=True)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize(
+    "kind,n,chunk,k",
+    [("float_nan", 23, 6, 5), ("dups", 23, 6, 7), ("dups", 23, 23, 4), ("int32", 23, 5, 23),
+     ("float32", 30, 7, 12), ("float_nan", 9, 1, 3), ("dups", 12, 1, 12), ("dups", 10, 3, 50), ("float32", 1, 1, 2)],
+)
+def test_topk_1d(client, kind, n, chunk, k, largest):
+    x = _data(kind, n, np.random.default_rng(n + k))
+    _check_topk(mt.tensor(x, chunk_size=chunk), x, k, largest=largest)
+    # the brief's references: np.sort(a)[::-1][:k] (NaN first), and indices pointing at them
+    ref = np.sort(x)[::-1][:k] if largest else np.sort(x)[:k]
+    np.testing.assert_array_equal(_stable_top(x, k, largest=largest)[0], ref)
+
+
+def test_topk_ties_smallest_index_first(client):
+    x = np.array([1, 3, 3, 2, 3, 0, 3])
+    t = mt.tensor(x, chunk_size=2)
+    assert_tensor(mt.argtopk(t, 3), np.array([1, 2, 4]))
+    assert_tensor(mt.argtopk(t, 5), np.array([1, 2, 4, 6, 3]))
+    assert_tensor(mt.argtopk(t, 2, largest=False), np.array([5, 0]))
+    y = np.zeros(20)
+    assert_tensor(mt.argtopk(mt.tensor(y, chunk_size=3), 4), np.arange(4))
+
+
+@pytest.mark.parametrize("axis", [0, -1, None])
+@pytest.mark.parametrize("shape,chunks", [((7, 9), (3, 4)), ((7, 9), (7, 9)), ((5, 4), 1), ((4, 0), 2)])
+def test_topk_2d(client, shape, chunks, axis):
+    rng = np.random.default_rng(12)
+    x = rng.integers(-3, 4, shape).astype(float)
+    x[rng.random(shape) < 0.1] = np.nan
+    t = mt.tensor(x, chunk_size=chunks)
+    for k, largest in ((3, True), (5, False), (100, True)):
+        _check_topk(t, x, k, axis=axis, largest=largest)
+
+
+def test_topk_3d_axis_none(client):
+    x = np.random.default_rng(13).integers(0, 6, (4, 5, 6))
+    t = mt.tensor(x, chunk_size=(3, 2, 4))
+    _check_topk(t, x, 17, axis=None)
+    _check_topk(t, x, 4, axis=1, largest=False)
+
+
+def test_topk_other_dtypes(client):
+    rng = np.random.default_rng(18)
+    c = rng.integers(0, 3, 15) + 1j * rng.integers(0, 2, 15)
+    c[[2, 9]] = complex(np.nan, 0)
+    d = rng.integers(0, 5, 15).astype("datetime64[D]")
+    d[[1, 4]] = np.datetime64("NaT")
+    for x in (c, d, rng.random(15) < 0.5, np.array(list("abcabcxyzxyzaaa"))):
+        t = mt.tensor(x, chunk_size=4)
+        for largest in (True, False):
+            ev, ei = _stable_top(x, 6, largest=largest)
+            v, i = mt.topk(t, 6, largest=largest, return_index=True)
+            mars_dask.execute(v, i)
+            np.testing.assert_array_equal(v.fetch(), ev)
+            np.testing.assert_array_equal(i.fetch(), ei)
+
+
+def test_topk_unsorted(client):
+    x = np.random.default_rng(14).integers(0, 10, (6, 40))
+    t = mt.tensor(x, chunk_size=(4, 7))
+    ev, ei = _stable_top(x, 9, axis=1)
+    v = mt.topk(t, 9, axis=1, sorted=False).execute().fetch()
+    np.testing.assert_array_equal(np.sort(v, axis=1), np.sort(ev, axis=1))
+    # argtopk(sorted=False): the same indices, in ascending order along the axis
+    assert_tensor(mt.argtopk(t, 9, axis=1, sorted=False), np.sort(ei, axis=1))
+
+
+def test_topk_unknown_shape(client):
+    x = np.round(np.random.default_rng(15).random(50), 2)
+    for k in (4, 100):
+        t, expected = unknown_filter(x, 7)
+        v = mt.topk(t, k)
+        assert math.isnan(v.shape[0])
+        ev, ei = _stable_top(expected, k)
+        assert_tensor(v, ev, exact=True)
+        t, _ = unknown_filter(x, 7)
+        assert_tensor(mt.argtopk(t, k, largest=False), _stable_top(expected, k, largest=False)[1])
+
+
+def test_topk_structured_order(client):
+    rng = np.random.default_rng(16)
+    x = np.empty(30, dtype=[("a", "i8"), ("b", "f8")])
+    x["a"] = rng.integers(0, 3, 30)
+    x["b"] = rng.integers(0, 4, 30)
+    t = mt.tensor(x, chunk_size=7)
+    for order in ("a", ["b", "a"], None):
+        kw = {} if order is None else {"order": order}
+        ev, ei = _stable_top(x, 8, order=order)
+        assert_tensor(mt.topk(t, 8, **kw), ev, exact=True)
+        assert_tensor(mt.argtopk(t, 8, **kw), ei)
+    with pytest.raises(ValueError, match="unknown field"):
+        mt.topk(t, 3, order="c")
+
+
+def test_topk_is_a_tree(client):
+    """40 chunks, k=3: every node combines at most combine-size partials (never the input)."""
+    x = np.random.default_rng(17).random(400)
+    v = mt.argtopk(mt.tensor(x, chunk_size=10), 3, parallel_kind="psrs")
+    v._ensure_tiled()
+    (final,) = v.chunks
+    seen, stack = 0, [final]
+    while stack:
+        c = stack.pop()
+        for a in c.args:
+            if isinstance(a, list):
+                assert len(a) <= 4
+                seen += 1
+                stack.extend(a)
+    assert seen >= 3
+    assert_tensor(v, _stable_top(x, 3)[1])
+
+
+def test_topk_bad_arguments():
+    t = mt.tensor(np.arange(10.0), chunk_size=3)
+    with pytest.raises(ValueError):
+        mt.topk(t, 0)
+    with pytest.raises(ValueError):
+        mt.argtopk(t, -2)
+    with pytest.raises(TypeError):
+        mt.topk(t, 1.5)
+    with pytest.raises(np.exceptions.AxisError):
+        mt.topk(t, 2, axis=1)
+    with pytest.raises(ValueError, match="order"):
+        mt.topk(t, 2, order="a")
+    with pytest.raises(ValueError, match="parallel_kind"):
+        mt.topk(t, 2, parallel_kind="bogus")
+    with pytest.raises(ValueError, match="psrs_kinds"):
+        mt.topk(t, 2, psrs_kinds=["quicksort", "mergesort"])
+    with pytest.raises(TypeError, match="psrs_kinds"):
+        mt.topk(t, 2, psrs_kinds="quicksort")
+    assert mt.topk(t, 20).shape == (10,)  # k beyond the axis: the whole axis, as Mars

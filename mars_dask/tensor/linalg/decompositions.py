@@ -4,7 +4,10 @@
   is factored on its own, the small R factors are stacked and factored again, and each
   block's Q is multiplied by its slice of the second Q.
 - ``svd``: TSQR, then the SVD of the small R (one chunk), then ``U = Q @ U_R``.
-- ``cholesky``: blocked right-looking Cholesky over a square chunk grid.
+- ``cholesky``: blocked right-looking Cholesky over a square chunk grid (Mars's default:
+  the upper factor).
+- ``solve_triangular``: blocked forward/backward substitution, column blocks in parallel.
+- ``randomized_svd``: Mars's (scikit-learn's) randomized range finder on the operands above.
 - ``lu``, ``solve``, ``inv``, ``det``, ``slogdet``: the LU factorization runs on a single
   chunk holding the whole matrix (documented limitation: the matrix must fit one worker);
   ``solve``/``inv`` then solve each column block of the right-hand side in parallel.
@@ -12,14 +15,19 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ...tiling.core import ensure_known, has_unknown
 from ..core import TensorOperand, astensor
-from ._utils import LinAlgError, check_2d, check_square, common_splits, linalg_dtype, nbytes, rechunked, same_dim
+from ..utils import offsets
+from ._utils import (
+    LinAlgError, check_2d, check_square, common_splits, fmt_shape, linalg_dtype, nbytes, rechunked, same_dim,
+)
 from .products import matmul
 
-__all__ = ["qr", "svd", "cholesky", "lu", "solve", "inv", "det", "slogdet"]
+__all__ = ["qr", "svd", "cholesky", "lu", "solve", "solve_triangular", "inv", "det", "slogdet", "randomized_svd"]
 
 
 # ---- kernels ----------------------------------------------------------------------------
@@ -350,15 +358,107 @@ def svd(a, full_matrices=False, compute_uv=True, hermitian=False, method="tsqr")
     return matmul(q, ur), s, vh
 
 
-def cholesky(a, lower=True, upper=False):
-    """Blocked Cholesky factor of a symmetric (Hermitian) positive-definite matrix: the
-    lower ``L`` with ``a = L @ L.T`` as numpy; ``upper=True`` (or ``lower=False``, Mars's
-    keyword) gives ``L.T``.  Not positive-definite raises LinAlgError when executed."""
+def cholesky(a, lower=False, *, upper=None):
+    """Blocked Cholesky factor of a symmetric (Hermitian) positive-definite matrix.  As Mars
+    (and ``scipy.linalg.cholesky``), the UPPER factor ``U`` with ``a = U.T.conj() @ U`` by
+    default; ``lower=True`` gives numpy's lower ``L`` (``a = L @ L.T.conj()``).  numpy 2's
+    ``upper=`` keyword is accepted too.  Not positive-definite raises LinAlgError when
+    executed."""
     a = astensor(a)
     check_square(a, "cholesky")
+    if upper is not None:
+        if lower and upper:
+            raise ValueError("cholesky: lower=True and upper=True contradict each other")
+        want_upper = bool(upper)
+    else:
+        want_upper = not lower
     dtype = _float_dtype(np.linalg.cholesky, a.dtype)
-    op = TensorCholesky([a.data], dtype=dtype, upper=bool(upper or not lower))
+    op = TensorCholesky([a.data], dtype=dtype, upper=want_upper)
     return op.new_tensor(a.shape, dtype)
+
+
+def _solve_triangular_kernel(a_ii, b, prev_a, prev_x, lower, dtype, offset):
+    """Block ``i`` of ``x``: ``solve(A_ii, b_i - sum_k A_ik x_k)`` over the blocks already
+    solved (left of the diagonal for ``lower``, right of it otherwise)."""
+    import scipy.linalg
+
+    s = b.astype(dtype, copy=True)
+    for aik, xk in zip(prev_a, prev_x):
+        s -= aik @ xk
+    try:
+        x = scipy.linalg.solve_triangular(a_ii, s, lower=lower, check_finite=False)
+    except LinAlgError as e:
+        m = re.search(r"diagonal (\d+)", str(e))
+        if m is None:
+            raise
+        raise LinAlgError(f"singular matrix: resolution failed at diagonal {int(m.group(1)) + offset}") from None
+    return x.astype(dtype, copy=False)
+
+
+class TensorSolveTriangular(TensorOperand):
+    """Blocked substitution: ``a`` re-cut to a square grid whose boundaries ``b``'s rows
+    follow; each column block of ``b`` is solved block row by block row (forward for
+    ``lower``, backward otherwise), every block from the diagonal block of ``a`` and the
+    blocks of ``x`` already solved.  Only ``a``'s triangle is read, as scipy's."""
+
+    _op_name = "solve-triangular"
+
+    def tile(self):
+        a, b = self.inputs
+        yield from _known(a)
+        yield from _known(b)
+        splits = common_splits([a.nsplits[0], a.nsplits[1], b.nsplits[0]])
+        a = rechunked(a, (splits, splits))
+        b = rechunked(b, (splits,) + tuple(b.nsplits[1:]))
+        nb, lower, dtype = len(splits), self.lower, self.dtype
+        offs = offsets(splits)
+        rows = range(nb) if lower else range(nb - 1, -1, -1)
+        col_blocks = [()] if b.ndim == 1 else [(j,) for j in range(len(b.nsplits[1]))]
+        chunks = []
+        for jidx in col_blocks:
+            xs: dict = {}
+            for i in rows:
+                ks = range(i) if lower else range(i + 1, nb)
+                prev_a = [a.chunk_at((i, k)) for k in ks]
+                prev_x = [xs[k] for k in ks]
+                bc = b.chunk_at((i, *jidx))
+                mem = int(2 * nbytes([a.chunk_at((i, i)), bc, *prev_x]) + nbytes(prev_a[:1]) + 1)
+                xs[i] = self.new_chunk(
+                    (i, *jidx), bc.shape, _solve_triangular_kernel,
+                    (a.chunk_at((i, i)), bc, prev_a, prev_x, lower, dtype, offs[i]), memory=mem,
+                )
+            chunks.extend(xs[i] for i in range(nb))
+        if b.ndim == 2:  # chunks were made column block by column block: C order of the grid
+            nc = len(col_blocks)
+            chunks = [chunks[j * nb + i] for i in range(nb) for j in range(nc)]
+        return [(chunks, (splits,) + tuple(b.nsplits[1:]))]
+
+
+def solve_triangular(a, b, lower=False, sparse=None):
+    """``x`` with ``a @ x == b`` for a triangular ``a`` (``scipy.linalg.solve_triangular``:
+    only the upper triangle of ``a`` is read, the lower one with ``lower=True``); ``b`` is
+    1-d or 2-d.  A zero on the diagonal raises LinAlgError when executed."""
+    import scipy.linalg
+
+    a, b = astensor(a), astensor(b)
+    if sparse:
+        raise NotImplementedError("solve_triangular: sparse=True (Mars's sparse tensors) is not supported")
+    if a.ndim != 2:
+        raise LinAlgError("a must be 2 dimensional")
+    if not same_dim(a.shape[0], a.shape[1]):
+        raise LinAlgError(f"expected square matrix, got shape {fmt_shape(a.shape)}")
+    if b.ndim not in (1, 2):
+        raise LinAlgError("b must be 1 or 2 dimensional")
+    if not same_dim(a.shape[1], b.shape[0]):
+        raise LinAlgError(f"shapes of a {fmt_shape(a.shape)} and b {fmt_shape(b.shape)} are incompatible")
+    try:
+        dtype = scipy.linalg.solve_triangular(
+            np.array([[2, 0], [2, 1]], dtype=a.dtype), np.array([[2], [3]], dtype=b.dtype), lower=True
+        ).dtype
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"solve_triangular: unsupported dtypes {a.dtype}, {b.dtype}: {e}") from None
+    op = TensorSolveTriangular([a.data, b.data], dtype=dtype, lower=bool(lower))
+    return op.new_tensor(b.shape, dtype)
 
 
 def lu(a):
@@ -415,3 +515,67 @@ def slogdet(a):
     dtype = _float_dtype(np.linalg.slogdet, a.dtype, out=1)
     sdtype = _float_dtype(np.linalg.slogdet, a.dtype, out=0)
     return _single([a], _slogdet_kernel, _slogdet_shapes, [sdtype, dtype], dtype)
+
+
+def _svd_flip(u, v, u_based_decision=True):
+    """Signs making the largest-magnitude entry of each column of ``u`` (each row of ``v``
+    with ``u_based_decision=False``) positive, as Mars's/scikit-learn's ``svd_flip``."""
+    from ..datasource import arange
+    from ..reduction import argmax
+
+    if u_based_decision:
+        k = u.shape[1]
+        signs = np.sign(u[argmax(abs(u), axis=0), arange(k)])
+    else:
+        k = v.shape[0]
+        signs = np.sign(v[arange(k), argmax(abs(v), axis=1)])
+    return u * signs, v * signs[:, None]
+
+
+def randomized_svd(M, n_components, n_oversamples=10, n_iter="auto", power_iteration_normalizer="auto",
+                   transpose="auto", flip_sign=True, random_state=0):
+    """Truncated randomized SVD (Halko et al.), Mars's ``randomized_svd``: ``u, s, vh`` with
+    ``n_components`` singular triplets; the random projection comes from
+    ``mt.random.RandomState(random_state)``."""
+    from .. import random as mt_random
+
+    M = astensor(M)
+    check_2d(M, "randomized_svd")
+    if power_iteration_normalizer not in ("auto", "QR", "LU", "none"):
+        raise ValueError(f"randomized_svd: unknown power_iteration_normalizer {power_iteration_normalizer!r}")
+    rs = random_state if isinstance(random_state, mt_random.RandomState) else mt_random.RandomState(random_state)
+    n_random = n_components + n_oversamples
+    n_samples, n_features = M.shape
+    if n_iter == "auto":
+        n_iter = 7 if n_components < 0.1 * min(M.shape) else 4
+    if transpose == "auto":
+        transpose = n_samples < n_features
+    if transpose:
+        M = M.T
+    # the range finder (Algorithm 4.3 of Halko et al.)
+    Q = rs.normal(size=(M.shape[1], n_random))
+    if M.dtype.kind == "f":
+        Q = Q.astype(M.dtype, copy=False)
+    normalizer = power_iteration_normalizer
+    if normalizer == "auto":
+        normalizer = "none" if n_iter <= 2 else "LU"
+    for _ in range(n_iter):
+        if normalizer == "none":
+            Q = matmul(M.T, matmul(M, Q))
+        elif normalizer == "LU":
+            p, l, _ = lu(matmul(M, Q))
+            Q = matmul(p, l)
+            p, l, _ = lu(matmul(M.T, Q))
+            Q = matmul(p, l)
+        else:
+            Q, _ = qr(matmul(M, Q))
+            Q, _ = qr(matmul(M.T, Q))
+    Q, _ = qr(matmul(M, Q))
+    B = matmul(Q.T, M)
+    Uhat, s, V = svd(B)
+    U = matmul(Q, Uhat)
+    if flip_sign:
+        U, V = _svd_flip(U, V, u_based_decision=not transpose)
+    if transpose:
+        return V[:n_components, :].T, s[:n_components], U[:, :n_components].T
+    return U[:, :n_components], s[:n_components], V[:n_components, :]

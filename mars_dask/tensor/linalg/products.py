@@ -26,6 +26,7 @@ import string
 import numpy as np
 
 from ...tiling.core import ensure_known, has_unknown
+from .. import sparse as _sp
 from ..core import Tensor, TensorOperand, astensor
 from ..utils import broadcast_shape, chunk_grid, chunk_shape_at
 from ._utils import common_splits, fmt_shape, nbytes, rechunked, same_dim, tree_sum
@@ -38,16 +39,50 @@ _LABELS = string.ascii_letters
 # ---- kernels ----------------------------------------------------------------------------
 
 
+def _any_sparse(*blocks) -> bool:
+    return any(not isinstance(b, np.ndarray) and _sp.is_sparse_value(b) for b in blocks)
+
+
 def _tensordot_kernel(a, b, axes):
+    if _any_sparse(a, b):
+        return _sp.tensordot_blocks(a, b, axes)
     return np.tensordot(a, b, axes=axes)
 
 
 def _matmul_kernel(a, b):
+    if _any_sparse(a, b):
+        return _sp.matmul_blocks(a, b)
     return np.matmul(a, b)
 
 
 def _einsum_kernel(subscripts, dtype, *blocks):
+    blocks = [_sp.as_dense(b) for b in blocks]
     return np.einsum(subscripts, *blocks, dtype=dtype, optimize=len(blocks) > 1)
+
+
+class _SparseAware:
+    """A product kernel whose partial results are made sparse (CSR) or dense: the output
+    tensor's kind, whatever its blocks were."""
+
+    __slots__ = ("kernel", "out_sparse")
+
+    def __init__(self, kernel, out_sparse):
+        self.kernel = kernel
+        self.out_sparse = out_sparse
+
+    def __reduce__(self):
+        return (_SparseAware, (self.kernel, self.out_sparse))
+
+    def __dask_tokenize__(self):
+        return ("sparse-aware", self.kernel.__name__, self.out_sparse)
+
+    def __call__(self, *args):
+        return _sp.coerce(self.kernel(*args), self.out_sparse)
+
+
+def _aligned(t, nsplits):
+    """``t`` re-cut to ``nsplits`` (sparse tensors by a sparse rechunk)."""
+    return _sp.rechunked_data(t, nsplits) if t.issparse else rechunked(t, nsplits)
 
 
 # ---- the operand ------------------------------------------------------------------------
@@ -59,6 +94,7 @@ class TensorContraction(TensorOperand):
     ``args`` is ``prefix + blocks + suffix`` (kernel parameters around the input blocks)."""
 
     _op_name = "contract"
+    sparse_aware = True
 
     def tile(self):
         inputs = self.inputs
@@ -79,7 +115,7 @@ class TensorContraction(TensorOperand):
         aligned = []
         for t, labs in zip(inputs, self.in_labels):
             new = [target[l] if t.shape[ax] == sizes[l] else (1,) for ax, l in enumerate(labs)]
-            aligned.append(rechunked(t, new))
+            aligned.append(_aligned(t, new))
 
         # 2. partial products per (output block, contracted block) ...
         out_labels = self.out_labels
@@ -136,8 +172,15 @@ def _label_sizes(inputs, in_labels, context: str = "einsum") -> dict:
     return sizes
 
 
-def _contract(tensors, in_labels, out_labels, dtype, kernel, prefix=(), suffix=()) -> Tensor:
+def _contract(tensors, in_labels, out_labels, dtype, kernel, prefix=(), suffix=(), out_sparse=None) -> Tensor:
+    """``out_sparse``: Mars's ``sparse=`` (None: sparse when every input is; only 2-d
+    outputs are sparse)."""
     sizes = _label_sizes([t.data for t in tensors], in_labels)
+    if out_sparse is None:
+        out_sparse = all(t.issparse() for t in tensors)
+    out_sparse = bool(out_sparse) and len(out_labels) == 2
+    if out_sparse or any(t.issparse() for t in tensors):
+        kernel = _SparseAware(kernel, out_sparse)
     op = TensorContraction(
         [t.data for t in tensors],
         in_labels=list(in_labels),
@@ -146,14 +189,16 @@ def _contract(tensors, in_labels, out_labels, dtype, kernel, prefix=(), suffix=(
         prefix=tuple(prefix),
         suffix=tuple(suffix),
     )
-    return op.new_tensor(tuple(sizes[l] for l in out_labels), dtype)
+    out = op.new_tensor(tuple(sizes[l] for l in out_labels), dtype)
+    out.data.issparse = out_sparse
+    return out
 
 
 def _dot_dtype(a: Tensor, b: Tensor) -> np.dtype:
     return np.dot(np.ones((1, 1), dtype=a.dtype), np.ones((1, 1), dtype=b.dtype)).dtype
 
 
-def _tensordot(a: Tensor, b: Tensor, a_axes, b_axes) -> Tensor:
+def _tensordot(a: Tensor, b: Tensor, a_axes, b_axes, sparse=None) -> Tensor:
     """``np.tensordot(a, b, (a_axes, b_axes))`` on normalized, validated axes."""
     a_labs = list(_LABELS[: a.ndim])
     b_labs = list(_LABELS[a.ndim : a.ndim + b.ndim])
@@ -163,7 +208,8 @@ def _tensordot(a: Tensor, b: Tensor, a_axes, b_axes) -> Tensor:
         l for ax, l in enumerate(b_labs) if ax not in b_axes
     )
     axes = (list(a_axes), list(b_axes))
-    return _contract([a, b], ["".join(a_labs), "".join(b_labs)], out, _dot_dtype(a, b), _tensordot_kernel, suffix=(axes,))
+    return _contract([a, b], ["".join(a_labs), "".join(b_labs)], out, _dot_dtype(a, b), _tensordot_kernel,
+                     suffix=(axes,), out_sparse=sparse)
 
 
 def _norm_axes(axes, ndim: int) -> list[int]:
@@ -198,7 +244,7 @@ def tensordot(a, b, axes=2, sparse=None) -> Tensor:
         a_axes, b_axes = _norm_axes(a_axes, a.ndim), _norm_axes(b_axes, b.ndim)
     if len(a_axes) != len(b_axes) or any(not same_dim(a.shape[i], b.shape[j]) for i, j in zip(a_axes, b_axes)):
         raise ValueError("shape-mismatch for sum")
-    return _tensordot(a, b, a_axes, b_axes)
+    return _tensordot(a, b, a_axes, b_axes, sparse)
 
 
 def _scalar_product(a: Tensor, b: Tensor) -> Tensor:
@@ -221,7 +267,7 @@ def dot(a, b, out=None, sparse=None) -> Tensor:
             f"shapes {fmt_shape(a.shape)} and {fmt_shape(b.shape)} not aligned: "
             f"{a.shape[ia]} (dim {ia}) != {b.shape[ib]} (dim {ib})"
         )
-    return _tensordot(a, b, [ia], [ib])
+    return _tensordot(a, b, [ia], [ib], sparse)
 
 
 def inner(a, b, sparse=None) -> Tensor:
@@ -235,7 +281,7 @@ def inner(a, b, sparse=None) -> Tensor:
             f"shapes {fmt_shape(a.shape)} and {fmt_shape(b.shape)} not aligned: "
             f"{a.shape[ia]} (dim {ia}) != {b.shape[ib]} (dim {ib})"
         )
-    return _tensordot(a, b, [ia], [ib])
+    return _tensordot(a, b, [ia], [ib], sparse)
 
 
 def outer(a, b, out=None) -> Tensor:
@@ -265,7 +311,7 @@ def vdot(a, b) -> Tensor:
     return _tensordot(a, b, axes, axes)
 
 
-def matmul(a, b, out=None, sparse=None, **kwargs) -> Tensor:
+def matmul(a, b, sparse=None, out=None, **kwargs) -> Tensor:
     """``numpy.matmul`` / ``@``: matrix products over the last two axes, broadcasting the
     leading (batch) axes; a 1-d operand is a vector (its axis is dropped from the result)."""
     if out is not None or kwargs:
@@ -291,7 +337,7 @@ def matmul(a, b, out=None, sparse=None, **kwargs) -> Tensor:
     b_labs = batch[nbatch - nb_b :] + k + (j if b.ndim > 1 else "")
     out_labs = batch + (i if a.ndim > 1 else "") + (j if b.ndim > 1 else "")
     dtype = np.matmul(np.ones((1, 1), dtype=a.dtype), np.ones((1, 1), dtype=b.dtype)).dtype
-    return _contract([a, b], [a_labs, b_labs], out_labs, dtype, _matmul_kernel)
+    return _contract([a, b], [a_labs, b_labs], out_labs, dtype, _matmul_kernel, out_sparse=sparse)
 
 
 def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
@@ -353,4 +399,4 @@ def einsum(subscripts, *operands, dtype=None, order="K", casting="safe", optimiz
     expr = ",".join(in_labels) + "->" + out
     probes = [np.ones((1,) * t.ndim, dtype=t.dtype) for t in tensors]
     res_dtype = np.einsum(expr, *probes, dtype=dtype, casting=casting).dtype
-    return _contract(tensors, in_labels, out, res_dtype, _einsum_kernel, prefix=(expr, res_dtype))
+    return _contract(tensors, in_labels, out, res_dtype, _einsum_kernel, prefix=(expr, res_dtype), out_sparse=False)

@@ -1,0 +1,1 @@
+"""Command-line tools shipped with mars_dask (``python -m mars_dask.tools.NAME``)."""
