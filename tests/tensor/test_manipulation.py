@@ -214,6 +214,21 @@ def test_concatenate_reuses_chunks_and_unknown_lengths(client):
     assert_tensor(mt.concatenate([u2, u2 + 1], axis=0), np.concatenate([b2, b2 + 1], axis=0))
 
 
+def test_chunks_handed_on_by_concatenate_sit_at_their_place(client):
+    """A consumer that places its chunks by ``c.index`` (sort along rows, searchsorted) got two
+    chunks with one key when concatenate handed on the second input's chunks (a row twice)."""
+    rs = np.random.RandomState(0)
+    a_np, b_np = rs.rand(4, 6), rs.rand(3, 6)
+    a, b = mt.tensor(a_np, chunk_size=2), mt.tensor(b_np, chunk_size=2)
+    c = mt.concatenate([a, b])
+    assert_tensor(mt.sort(c, axis=1), np.sort(np.concatenate([a_np, b_np]), axis=1))
+    assert all(ch.index == idx for ch, idx in zip(c.chunks, c.data.chunk_grid()))
+    assert c.chunks[0] is a.chunks[0]  # a chunk already at its place is handed on as it is
+    v = mt.concatenate([mt.tensor([0.5, 0.1], chunk_size=1), mt.tensor([0.9, 0.3], chunk_size=1)])
+    assert_tensor(mt.searchsorted(mt.tensor(np.linspace(0, 1, 11), chunk_size=3), v),
+                  np.searchsorted(np.linspace(0, 1, 11), [0.5, 0.1, 0.9, 0.3]))
+
+
 def test_concatenate_errors():
     x = mt.ones((2, 3))
     with pytest.raises(ValueError, match="same number of dimensions"):
