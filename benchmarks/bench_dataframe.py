@@ -13,6 +13,7 @@ The data is generated here and written as 20 parquet files (``rows / 20`` rows e
 (3) merge 10M x 1M             df.merge(right, on="k1"), kept on the cluster
 (4) sort_values on 10M rows    df.sort_values("v"), kept on the cluster
 (5) read_parquet + filter + groupby over 20 files, -> client
+(6) rolling(100).mean() on all rows, kept on the cluster (see rolling_workload)
 
 (1)-(4) start from data already loaded on the workers in both systems (mars: execute(),
 dask: persist()); runs alternate between the systems; medians and mars_dask/dask ratios.
@@ -52,6 +53,38 @@ def write_data(path: str, rows: int, seed: int = 0) -> tuple[str, str]:
     right = os.path.join(path, "right.parquet")
     pd.DataFrame({"k1": np.arange(rows // 10), "attr": rng.random(rows // 10)}).to_parquet(right, index=False)
     return left, right
+
+
+def rolling_workload(client, reps, mdf, nparts):
+    """(6) ``rolling(100).mean()`` over every row, kept on the cluster: mars_dask hands each
+    chunk the last rows of the chunk before it (window.py's halos); dask.dataframe's rolling
+    (``map_overlap``) needs known divisions, so it gets the same rows from ``from_pandas`` in
+    ``nparts`` partitions.  Checks both against pandas, then times them alternately.
+    Returns the table row."""
+    pdf = mdf.fetch().reset_index(drop=True)
+    pdf_time = timed(lambda: pdf.rolling(100).mean())
+    exp = pdf.rolling(100).mean()
+    ddf = dd.from_pandas(pdf, npartitions=nparts).persist()
+    wait(ddf)
+    del pdf
+    baseline = n_tasks(client)
+
+    def run_mars():
+        t = mdf.rolling(100).mean()
+        t.execute()
+        return t
+
+    def run_dask():
+        y = ddf.rolling(100).mean().persist()
+        wait(y)
+        return y
+
+    for got in (run_mars().fetch(), run_dask().compute()):
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), exp, check_exact=False)
+    del got, exp
+    settle(client, baseline)
+    tm, td = alternate(client, baseline, reps, run_mars, run_dask)
+    return ("(6) rolling(100).mean()", tm, td, "<= 1.00", f"pandas {pdf_time:.2f}s")
 
 
 def main(argv=None):
@@ -122,6 +155,8 @@ def main(argv=None):
             settle(client, baseline)
             tm, td = alternate(client, baseline, reps, pipe_mars, pipe_dask)
             rows_out.append(("(5) read_parquet+filter+groupby, 20 files", tm, td, "<= 1.10", f"pandas {pandas_times['(5)']:.2f}s"))
+            settle(client, baseline)
+            rows_out.append(rolling_workload(client, reps, mdf, NFILES))
 
     print(f"\n{rows:,} rows, 2 workers x 1 thread; medians of {reps} runs")
     print_table(rows_out, extra="pandas single process")

@@ -11,7 +11,7 @@ from .datasource import from_pandas
 
 _MODULES = (
     "datasource", "map", "indexing", "arithmetic", "interop", "methods", "accessors", "reduction",
-    "selection", "merge", "concat", "sort", "reshape", "io", "groupby",
+    "selection", "merge", "concat", "sort", "reshape", "io", "groupby", "window", "toplevel",
 )
 for _name in _MODULES:
     _mod = _importlib.import_module(f".{_name}", __name__)
