@@ -22,6 +22,7 @@ from . import sort as _sort
 from . import sparse as _sparse
 from . import statistics as _statistics
 from .core import Tensor, TensorData, astensor
+from .lib._executable import ExecutableTuple
 
 # ufuncs first: modules below override the few ufunc names (numpy 2's ``matmul``, ...)
 # that need a non-elementwise implementation
