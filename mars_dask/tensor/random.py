@@ -17,17 +17,24 @@ Kernels work through each chunk in blocks of ``_BLOCK`` elements so that the ~10
 passes of the hash stay in cache: ``rand`` runs within ~1.3x of
 ``numpy.random.default_rng().random`` per element.
 
-The other distributions (``gamma``, ``poisson``, ``binomial``, ...) transform an element's own
-uniform streams with numpy's algorithms; rejection methods redraw a rejected element from
-streams numbered by the attempt, so values stay a function of ``(key, position, parameters)``
-and do not follow numpy's own stream (their distribution does).  Parameters may be scalars,
-arrays or tensors broadcast against ``size``.  ``dirichlet``, ``multinomial`` and
-``multivariate_normal`` add a trailing sample axis, chunked as one piece.
+The other distributions (``gamma``, ``poisson``, ``binomial``, ...) are numpy's own
+vectorized samplers (``np.random.Generator``, within ~1x of numpy per element) over a fixed
+grid of virtual *tiles* of at most 2**16 elements, chosen from the tensor's shape alone
+(:func:`_tile_shape`; edges dividing the shape where possible, e.g. 250 x 250 for 8000 x 8000,
+so round chunk sizes cut no tile).  Tile ``t`` is drawn by ``Generator(PCG64(SeedSequence((key,
+t))))`` with the tile's own parameters, so a tile is the same whichever chunk draws it; a chunk
+draws the tiles it overlaps (only their rows up to its last one) and keeps its part.  So
+values are a function of ``(key, shape, parameters)``, not of the chunking; they follow the
+distributions, not numpy's own stream.  Parameters may be scalars, arrays or tensors broadcast
+against ``size``: a chunk receives the parameter pieces covering its tiles.  ``dirichlet``,
+``multinomial`` and ``multivariate_normal`` add a trailing sample axis, chunked as one piece
+and tiled over the leading axes only.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 import operator
@@ -256,591 +263,138 @@ def _gather_rows(sel, lo, hi, parts, row_offsets):
     return out
 
 
-# ---- per-element samplers -----------------------------------------------------------------
+# ---- tiled samplers (the distributions) ---------------------------------------------------
 #
-# A sampler maps a block of elements (their raw counters, as a ``_Src``) and the block's
-# parameters (arrays of the block's length) to the block's values.  An element draws from its
-# own streams only, and a rejection loop redraws a rejected element from streams numbered by
-# the attempt: an element's value never depends on the other elements of its chunk, so the
-# values do not depend on the chunking.  The algorithms are numpy's (legacy RandomState) where
-# they are per-element already; inversion replaces numpy's sequential search loops.
-
-
-@functools.lru_cache(maxsize=4096)
-def _offset(ids: tuple) -> int:
-    """Key offset of the stream named by the tuple of small ints ``ids``."""
-    h = 0x243F6A8885A308D3  # a base apart from _STREAMS'
-    for s in ids:
-        h = _splitmix_scalar(h + (s + 1) * _GAMMA)
-    return h
-
-
-class _Src:
-    """Independent uniform streams for a block of elements with raw counters ``x``."""
-
-    __slots__ = ("x",)
-
-    def __init__(self, x: np.ndarray):
-        self.x = x
-
-    def __len__(self) -> int:
-        return self.x.size
-
-    def sub(self, idx) -> _Src:
-        """The streams of elements ``idx`` only."""
-        return _Src(self.x[idx])
-
-    def derive(self, *ids) -> _Src:
-        """A whole new family of streams (for a sampler used inside another)."""
-        return _Src(self.x + np.uint64(_offset(ids)))
-
-    def bits(self, *ids) -> np.ndarray:
-        y = self.x + np.uint64(_offset(ids))
-        return _mix(y, np.empty_like(y))
-
-    def u(self, *ids) -> np.ndarray:
-        """Uniform in [0, 1), 53 bits."""
-        return (self.bits(*ids) >> _S11).view(np.int64) * 2.0**-53
-
-    def uo(self, *ids) -> np.ndarray:
-        """Uniform in (0, 1): never 0 nor 1, so logs and ratios stay finite."""
-        return ((self.bits(*ids) >> _S11).view(np.int64) + 0.5) * 2.0**-53
-
-    def z(self, *ids) -> np.ndarray:
-        """Standard normal (Box-Muller)."""
-        return np.sqrt(-2.0 * np.log(self.uo(*ids, 0))) * np.cos(2.0 * np.pi * self.u(*ids, 1))
-
-    def e(self, *ids) -> np.ndarray:
-        """Standard exponential."""
-        return -np.log(self.uo(*ids))
-
-
-_MAX_ATTEMPTS = 1 << 20
-
-
-def _reject(src: _Src, attempt, dtype=np.float64) -> np.ndarray:
-    """Rejection sampling, element by element: ``attempt(idx, sub_src, a)`` proposes values
-    for elements ``idx`` on attempt ``a`` and says which it accepts; the others try again."""
-    out = np.empty(len(src), dtype=dtype)
-    idx = np.arange(len(src))
-    a = 0
-    with np.errstate(all="ignore"):
-        while idx.size:
-            if a >= _MAX_ATTEMPTS:  # pragma: no cover - parameters are checked beforehand
-                raise RuntimeError("random sampling did not converge")
-            vals, ok = attempt(idx, src.sub(idx), a)
-            out[idx[ok]] = vals[ok]
-            idx = idx[~ok]
-            a += 1
-    return out
-
-
-def _where(mask, src: _Src, *params):
-    """Indices of ``mask`` with the matching streams and parameters."""
-    idx = np.flatnonzero(mask)
-    return idx, src.sub(idx), [p[idx] for p in params]
-
-
-def _gammaln(x):
-    from scipy.special import gammaln
-
-    return gammaln(x)
-
-
-# -- continuous --
-
-
-def _marsaglia_tsang(src: _Src, k: np.ndarray) -> np.ndarray:
-    """Standard gamma draws for finite shapes ``k >= 1``."""
-    d = k - 1.0 / 3.0
-    c = 1.0 / np.sqrt(9.0 * d)
-
-    def attempt(idx, s, a):
-        di, ci = d[idx], c[idx]
-        z = s.z(a, 0)
-        v = 1.0 + ci * z
-        ok = v > 0
-        v = v * v * v
-        ok &= np.log(s.uo(a, 1)) < 0.5 * z * z + di - di * v + di * np.log(v)
-        return di * v, ok
-
-    return _reject(src, attempt)
-
-
-def _log_std_gamma(src: _Src, k) -> np.ndarray:
-    """``log`` of standard gamma draws; in logs, shapes far below 1 (whose draws underflow
-    to 0) still give exact ratios (beta, dirichlet)."""
-    k = np.broadcast_to(np.asarray(k, dtype=np.float64), (len(src),))
-    with np.errstate(invalid="ignore"):
-        out = np.where(k == 0, -np.inf, np.where(np.isfinite(k) & (k >= 0), 0.0, k))
-    with np.errstate(invalid="ignore"):
-        pos = np.isfinite(k) & (k > 0)
-    idx, s, (kk,) = _where(pos, src, k)
-    if idx.size:
-        small = kk < 1
-        lg = np.log(_marsaglia_tsang(s.derive(1), np.where(small, kk + 1.0, kk)))
-        lg[small] += np.log(s.sub(small).uo(2)) / kk[small]  # G(k) = G(k + 1) * U**(1/k)
-        out[idx] = lg
-    return out
-
-
-def _std_gamma(src, k):
-    return np.exp(_log_std_gamma(src, k))
-
-
-def _std_exponential(src):
-    return src.e(0)
-
-
-def _exponential(src, scale):
-    return scale * src.e(0)
-
-
-def _gamma(src, shape, scale):
-    return _std_gamma(src, shape) * scale
-
-
-def _beta(src, a, b):
-    lx = _log_std_gamma(src.derive(1), a)
-    ly = _log_std_gamma(src.derive(2), b)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return 1.0 / (1.0 + np.exp(ly - lx))
-
-
-def _chisquare(src, df):
-    return 2.0 * _std_gamma(src, np.asarray(df, dtype=np.float64) / 2.0)
-
-
-def _f(src, dfnum, dfden):
-    return (_chisquare(src.derive(1), dfnum) / dfnum) / (_chisquare(src.derive(2), dfden) / dfden)
-
-
-def _standard_t(src, df):
-    g = _std_gamma(src.derive(2), np.asarray(df, dtype=np.float64) / 2.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sqrt(df / 2.0) * src.z(1) / np.sqrt(g)
-
-
-def _standard_cauchy(src):
-    return np.tan(np.pi * (src.uo(0) - 0.5))
-
-
-def _gumbel(src, loc, scale):
-    return loc - scale * np.log(src.e(0))
-
-
-def _laplace(src, loc, scale):
-    u = src.uo(0)
-    return np.where(u < 0.5, loc + scale * np.log(2.0 * u), loc - scale * np.log(2.0 - 2.0 * u))
-
-
-def _logistic(src, loc, scale):
-    u = src.uo(0)
-    return loc + scale * np.log(u / (1.0 - u))
-
-
-def _lognormal(src, mean, sigma):
-    return np.exp(mean + sigma * src.z(0))
-
-
-def _pareto(src, a):
-    return np.expm1(src.e(0) / a)
-
-
-def _power(src, a):
-    return np.power(-np.expm1(-src.e(0)), 1.0 / a)
-
-
-def _rayleigh(src, scale):
-    return scale * np.sqrt(2.0 * src.e(0))
-
-
-def _weibull(src, a):
-    with np.errstate(divide="ignore"):
-        return np.where(a == 0, 0.0, np.power(src.e(0), 1.0 / a))
-
-
-def _triangular(src, left, mode, right):
-    base = right - left
-    ratio = (mode - left) / base
-    u = src.u(0)
-    return np.where(u <= ratio, left + np.sqrt(u * (mode - left) * base),
-                    right - np.sqrt((1.0 - u) * (right - mode) * base))
-
-
-def _wald(src, mean, scale):
-    y = src.z(0)
-    y = mean * y * y
-    x = mean + mean / (2.0 * scale) * (y - np.sqrt(4.0 * scale * y + y * y))
-    return np.where(src.u(1) <= mean / (mean + x), x, mean * mean / x)
-
-
-def _vonmises(src, mu, kappa):
-    """Best-Fisher rejection (numpy's), a wrapped normal for kappa > 1e6, and a uniform
-    angle (ignoring ``mu``, as numpy) for kappa < 1e-8."""
-    n = len(src)
-    mu = np.broadcast_to(mu, (n,))
-    kappa = np.broadcast_to(kappa, (n,))
-    out = np.full(n, np.nan)
-    with np.errstate(invalid="ignore"):
-        tiny, huge = kappa < 1e-8, kappa > 1e6
-        mid = ~tiny & ~huge & ~np.isnan(kappa)
-    out[tiny] = np.pi * (2.0 * src.sub(tiny).u(0) - 1.0)
-    idx, s, (m, k) = _where(huge, src, mu, kappa)
-    r = m + np.sqrt(1.0 / k) * s.z(1)
-    out[idx] = np.where(r < -np.pi, r + 2 * np.pi, np.where(r > np.pi, r - 2 * np.pi, r))
-    idx, s, (m, k) = _where(mid, src, mu, kappa)
-    if idx.size:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = 1.0 + np.sqrt(1.0 + 4.0 * k * k)
-            rho = (r - np.sqrt(2.0 * r)) / (2.0 * k)
-            sp = np.where(k < 1e-5, 1.0 / k + k, (1.0 + rho * rho) / (2.0 * rho))
-
-        def attempt(i, ss, a):
-            z = np.cos(np.pi * ss.u(a, 0))
-            w = (1.0 + sp[i] * z) / (sp[i] + z)
-            y = k[i] * (sp[i] - w)
-            v = ss.u(a, 1)
-            return w, (y * (2.0 - y) - v >= 0) | (np.log(y / v) + 1.0 - y >= 0)
-
-        w = _reject(s.derive(3), attempt)
-        res = np.arccos(w)
-        res = np.where(s.u(4) < 0.5, -res, res) + m
-        mod = np.fmod(np.abs(res) + np.pi, 2.0 * np.pi) - np.pi
-        out[idx] = np.where(res < 0, -mod, mod)
-    return out
-
-
-def _noncentral_chisquare(src, df, nonc):
-    n = len(src)
-    df = np.broadcast_to(np.asarray(df, dtype=np.float64), (n,))
-    nonc = np.broadcast_to(np.asarray(nonc, dtype=np.float64), (n,))
-    out = np.empty(n)
-    with np.errstate(invalid="ignore"):
-        central = nonc == 0
-        big = ~central & (df > 1)
-        small = ~central & ~big
-    idx, s, (d,) = _where(central, src, df)
-    out[idx] = _chisquare(s.derive(1), d)
-    idx, s, (d, nc) = _where(big, src, df, nonc)
-    out[idx] = _chisquare(s.derive(2), d - 1.0) + (s.z(3) + np.sqrt(nc)) ** 2
-    idx, s, (d, nc) = _where(small, src, df, nonc)
-    if idx.size:
-        i = _poisson(s.derive(4), nc / 2.0)
-        out[idx] = _chisquare(s.derive(5), d + 2.0 * i)
-    return out
-
-
-def _noncentral_f(src, dfnum, dfden, nonc):
-    t = _noncentral_chisquare(src.derive(1), dfnum, nonc) * dfden
-    return t / (_chisquare(src.derive(2), dfden) * dfnum)
-
-
-# -- discrete --
-
-_INT64_MIN = np.iinfo(np.int64).min
+# Each distribution is numpy's own vectorized sampler (``np.random.Generator``) drawn over a
+# fixed grid of virtual *tiles* that depends on the tensor's shape alone (never on the
+# chunks): tile ``t`` holds ``Generator(PCG64(SeedSequence((key, t))))``'s draw of the tile's
+# shape with the tile's own parameters, so a tile is the same whichever chunk draws it.  A
+# chunk draws the tiles it overlaps and keeps its part; numpy fills a draw in C order, one
+# element after the other, so a chunk draws a tile's leading rows only up to its last one.
+
+_TILE = 1 << 16  # elements of a tile, at most
 _POISSON_LAM_MAX = np.iinfo(np.int64).max - np.sqrt(np.iinfo(np.int64).max) * 10
 
 
-def _poisson(src, lam):
-    """Inversion for lam < 10, Hormann's PTRS above (numpy's)."""
-    n = len(src)
-    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (n,))
-    out = np.zeros(n, dtype=np.int64)
-    with np.errstate(invalid="ignore"):
-        bad = ~(lam <= _POISSON_LAM_MAX)  # nan too: numpy's cast of nan
-        small = (lam > 0) & (lam < 10)
-        big = ~bad & (lam >= 10)
-    out[bad] = _INT64_MIN
-    idx, s, (lm,) = _where(small, src, lam)
-    if idx.size:
-        u = s.u(0)
-        x = np.zeros(idx.size, dtype=np.int64)
-        p = np.exp(-lm)
-        cdf = p.copy()
-        act = np.flatnonzero(u > cdf)
-        j = 0
-        while act.size and j < 400:  # P(X > 400 | lam < 10) is far below 2**-53
-            j += 1
-            x[act] = j
-            p[act] *= lm[act] / j
-            cdf[act] += p[act]
-            act = act[u[act] > cdf[act]]
-        out[idx] = x
-    idx, s, (lm,) = _where(big, src, lam)
-    if idx.size:
-        out[idx] = _ptrs(s.derive(1), lm)
+@functools.lru_cache(maxsize=1024)
+def _nice_edge(dim: int, target: int) -> int:
+    """A tile edge for an axis of length ``dim > target``: the largest divisor of ``dim`` in
+    ``(target / 2, target]`` (tiles then align with round chunk sizes: 250 for 8000 or 10000,
+    256 for 4096), else ``target``."""
+    for e in range(target, target // 2, -1):
+        if dim % e == 0:
+            return e
+    return target
+
+
+@functools.lru_cache(maxsize=1024)
+def _tile_shape(shape: tuple, budget: int = _TILE) -> tuple:
+    """The tile shape for a draw of ``shape``: at most ``budget`` elements, near-cubic,
+    clipped to the shape (short axes whole, their share of the budget going to the others)."""
+    nd = len(shape)
+    edges = [1] * nd
+    for j, a in enumerate(sorted(range(nd), key=lambda i: shape[i])):
+        target = max(1, int(budget ** (1.0 / (nd - j)) + 1e-9))
+        d = int(shape[a])
+        edges[a] = max(1, d) if d <= target else _nice_edge(d, target)
+        budget = max(1, budget // edges[a])
+    return tuple(edges)
+
+
+def _tile_gen(key: int, t: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence((key & _M64, t))))
+
+
+def _tiled(out, offs, gshape, tshape, key, draw) -> np.ndarray:
+    """Fill chunk ``out`` (at ``offs`` of a draw of leading shape ``gshape``; trailing axes of
+    ``out`` beyond ``len(gshape)`` are whole) from the tiles it overlaps:
+    ``draw(gen, lo, size)`` gives the values of the tile at ``lo`` (its first ``size[0]``
+    rows when ``size`` is shorter than the tile)."""
+    nd = len(gshape)
+    shape = out.shape[:nd]
+    if out.size == 0:
+        return out
+    grid = [-(-g // t) for g, t in zip(gshape, tshape)]
+    ranges = [range(o // t, -(-(o + s) // t)) for o, s, t in zip(offs, shape, tshape)]
+    for tidx in itertools.product(*ranges):
+        flat = 0
+        for i, g in zip(tidx, grid):
+            flat = flat * g + i
+        lo = [i * t for i, t in zip(tidx, tshape)]
+        hi = [min(v + t, g) for v, t, g in zip(lo, tshape, gshape)]
+        a = [max(v, o) for v, o in zip(lo, offs)]
+        b = [min(h, o + s) for h, o, s in zip(hi, offs, shape)]
+        size = ((b[0] - lo[0],) + tuple(h - v for h, v in zip(hi[1:], lo[1:]))) if nd else ()
+        vals = draw(_tile_gen(key, flat), lo, size)
+        dst = tuple(slice(x - o, y - o) for x, y, o in zip(a, b, offs))
+        src = tuple(slice(x - v, y - v) for x, y, v in zip(a, b, lo))
+        out[dst] = vals[src]
     return out
 
 
-def _ptrs(src, lam):
-    slam, loglam = np.sqrt(lam), np.log(lam)
-    b = 0.931 + 2.53 * slam
-    a = -0.059 + 0.02483 * b
-    invalpha = 1.1239 + 1.1328 / (b - 3.4)
-    vr = 0.9277 - 3.6224 / (b - 2)
-
-    def attempt(idx, s, t):
-        u = s.u(t, 0) - 0.5
-        v = s.u(t, 1)
-        us = 0.5 - np.abs(u)
-        ai, bi = a[idx], b[idx]
-        k = np.floor((2 * ai / us + bi) * u + lam[idx] + 0.43)
-        ok = (us >= 0.07) & (v <= vr[idx])
-        rest = ~ok & (k >= 0) & ~((us < 0.013) & (v > us))
-        lhs = np.log(v) + np.log(invalpha[idx]) - np.log(ai / (us * us) + bi)
-        rhs = -lam[idx] + k * loglam[idx] - _gammaln(k + 1)
-        return k, ok | (rest & (lhs <= rhs))
-
-    return _reject(src, attempt).astype(np.int64)
+def _as_int(v):
+    return np.asarray(v).astype(np.int64) if np.ndim(v) else int(v)
 
 
-def _binomial(src, n, p):
-    """Inversion for n*min(p, 1-p) < 10, Hormann's BTRS above."""
-    size = len(src)
-    n = np.broadcast_to(np.asarray(n).astype(np.int64), (size,))
-    p = np.broadcast_to(np.asarray(p, dtype=np.float64), (size,))
-    flip = p > 0.5
-    pp = np.where(flip, 1.0 - p, p)
-    nf = n.astype(np.float64)
-    mean = nf * pp
-    out = np.zeros(size, dtype=np.int64)
-    live = (n > 0) & (pp > 0)
-    idx, s, (ni, pi, mi) = _where(live & (mean < 10), src, nf, pp, mean)
-    if idx.size:
-        qi = 1.0 - pi
-        qn = np.exp(ni * np.log(qi))
-        bound = np.minimum(ni, mi + 10.0 * np.sqrt(mi * qi + 1.0))
-
-        def attempt(i, ss, a):
-            u = ss.u(a)
-            x = np.zeros(i.size)
-            px = qn[i].copy()
-            ok = np.ones(i.size, dtype=bool)
-            act = np.flatnonzero(u > px)
-            j = 0
-            while act.size:
-                j += 1
-                x[act] = j
-                over = j > bound[i[act]]
-                ok[act[over]] = False
-                act = act[~over]
-                u[act] -= px[act]
-                ia = i[act]
-                px[act] = (ni[ia] - j + 1) * pi[ia] * px[act] / (j * qi[ia])
-                act = act[u[act] > px[act]]
-            return x, ok
-
-        out[idx] = _reject(s.derive(1), attempt)
-    idx, s, (ni, pi) = _where(live & (mean >= 10), src, nf, pp)
-    if idx.size:
-        out[idx] = _btrs(s.derive(2), ni, pi)
-    return np.where(flip, n - out, out)
+def _negative_binomial(gen, size, n, p):
+    if np.any(np.asarray(p) == 0):  # numpy's RandomState accepts p = 0 (Generator does not)
+        return np.random.RandomState(gen.bit_generator).negative_binomial(n, p, size=size)
+    return gen.negative_binomial(n, p, size=size)
 
 
-def _btrs(src, n, p):
-    q = 1.0 - p
-    spq = np.sqrt(n * p * q)
-    b = 1.15 + 2.53 * spq
-    a = -0.0873 + 0.0248 * b + 0.01 * p
-    c = n * p + 0.5
-    vr = 0.92 - 4.2 / b
-    alpha = (2.83 + 5.1 / b) * spq
-    lpq = np.log(p / q)
-    m = np.floor((n + 1) * p)
-    h = _gammaln(m + 1) + _gammaln(n - m + 1)
-
-    def attempt(idx, s, t):
-        u = s.u(t, 0) - 0.5
-        v = s.u(t, 1)
-        us = 0.5 - np.abs(u)
-        ai, bi, ni = a[idx], b[idx], n[idx]
-        k = np.floor((2 * ai / us + bi) * u + c[idx])
-        valid = (k >= 0) & (k <= ni)
-        ok = valid & (us >= 0.07) & (v <= vr[idx])
-        lv = np.log(v * alpha[idx] / (ai / (us * us) + bi))
-        ub = h[idx] - _gammaln(k + 1) - _gammaln(ni - k + 1) + (k - m[idx]) * lpq[idx]
-        return k, ok | (valid & (lv <= ub))
-
-    return _reject(src, attempt).astype(np.int64)
+def _binomial(gen, size, n, p):
+    return gen.binomial(_as_int(n), p, size=size)
 
 
-def _negative_binomial(src, n, p):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = _std_gamma(src.derive(1), n) * ((1.0 - p) / p)
-    return _poisson(src.derive(2), lam)
+def _hypergeometric(gen, size, good, bad, sample):
+    good, bad, sample = _as_int(good), _as_int(bad), _as_int(sample)
+    if np.any(np.asarray(good) >= 10**9) or np.any(np.asarray(bad) >= 10**9):  # beyond Generator's range
+        return np.random.RandomState(gen.bit_generator).hypergeometric(good, bad, sample, size=size)
+    return gen.hypergeometric(good, bad, sample, size=size)
 
 
-def _geometric(src, p):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.ceil(np.log(src.uo(0)) / np.log1p(-p))
-    x = np.where(p >= 1, 1.0, np.maximum(x, 1.0))
-    return np.where(x >= 2.0**63, _INT64_MIN, x.astype(np.int64))  # numpy's overflow value
+def _method(name):
+    def sample(gen, size, *params):
+        return getattr(gen, name)(*params, size=size)
+
+    return sample
 
 
-def _logseries(src, p):
-    """Kemp's algorithm (numpy's)."""
-    p = np.broadcast_to(np.asarray(p, dtype=np.float64), (len(src),))
-    r = np.log1p(-p)
+_FLOAT_DISTS = ["standard_exponential", "exponential", "standard_gamma", "gamma", "beta", "chisquare", "f",
+                "standard_t", "standard_cauchy", "gumbel", "laplace", "logistic", "lognormal", "pareto", "power",
+                "rayleigh", "weibull", "triangular", "wald", "vonmises", "noncentral_chisquare", "noncentral_f"]
 
-    def attempt(idx, s, a):
-        v = s.u(a, 0)
-        pi = p[idx]
-        q = -np.expm1(r[idx] * s.u(a, 1))
-        res = np.where(v >= pi, 1.0, np.where(v <= q * q, np.floor(1.0 + np.log(v) / np.log(q)),
-                                              np.where(v >= q, 1.0, 2.0)))
-        ok = (v >= pi) | (v > q * q) | ((res >= 1) & (v > 0))
-        return res, ok
-
-    return _reject(src, attempt).astype(np.int64)
-
-
-def _zipf(src, a):
-    """numpy's rejection algorithm."""
-    a = np.broadcast_to(np.asarray(a, dtype=np.float64), (len(src),))
-    am1 = a - 1.0
-    b = np.power(2.0, am1)
-
-    def attempt(idx, s, t):
-        u = 1.0 - s.u(t, 0)
-        v = s.u(t, 1)
-        x = np.floor(np.power(u, -1.0 / am1[idx]))
-        ok = (x < 2.0**63) & (x >= 1.0)
-        tt = np.power(1.0 + 1.0 / x, am1[idx])
-        ok &= v * x * (tt - 1.0) / (b[idx] - 1.0) <= tt / b[idx]
-        return x, ok
-
-    return _reject(src, attempt).astype(np.int64)
-
-
-def _hypergeometric(src, good, bad, sample):
-    """numpy's: an urn simulation for samples of at most 10, Stadlober's HRUA above."""
-    size = len(src)
-    good, bad, sample = (np.broadcast_to(np.asarray(v).astype(np.int64), (size,)).astype(np.float64)
-                         for v in (good, bad, sample))
-    out = np.zeros(size, dtype=np.int64)
-    idx, s, (g, b, m) = _where(sample <= 10, src, good, bad, sample)
-    if idx.size:
-        d1 = b + g - m
-        d2 = np.minimum(b, g)
-        y = d2.copy()
-        k = m.copy()
-        act = np.flatnonzero((y > 0) & (k > 0))
-        step = 0
-        while act.size:
-            y[act] -= np.floor(s.sub(act).u(0, step) + y[act] / (d1[act] + k[act]))
-            k[act] -= 1
-            act = act[(y[act] > 0) & (k[act] > 0)]
-            step += 1
-        z = d2 - y
-        out[idx] = np.where(g > b, m - z, z)
-    idx, s, (g, b, m) = _where(sample > 10, src, good, bad, sample)
-    if idx.size:
-        out[idx] = _hrua(s.derive(1), g, b, m)
-    return out
-
-
-def _hrua(src, good, bad, sample):
-    d1c, d2c = 1.7155277699214135, 0.8989161620588988
-    mingb = np.minimum(good, bad)
-    maxgb = np.maximum(good, bad)
-    pop = good + bad
-    m = np.minimum(sample, pop - sample)
-    d4 = mingb / pop
-    d5 = 1.0 - d4
-    d6 = m * d4 + 0.5
-    d7 = np.sqrt((pop - m) * sample * d4 * d5 / (pop - 1) + 0.5)
-    d8 = d1c * d7 + d2c
-    d9 = np.floor((m + 1) * (mingb + 1) / (pop + 2))
-    d10 = _gammaln(d9 + 1) + _gammaln(mingb - d9 + 1) + _gammaln(m - d9 + 1) + _gammaln(maxgb - m + d9 + 1)
-    d11 = np.minimum(np.minimum(m, mingb) + 1.0, np.floor(d6 + 16 * d7))
-
-    def attempt(idx, s, a):
-        x = s.u(a, 0)
-        y = s.u(a, 1)
-        w = d6[idx] + d8[idx] * (y - 0.5) / x
-        valid = (w >= 0.0) & (w < d11[idx])
-        z = np.floor(np.where(valid, w, 0.0))
-        mi, mg, mx = m[idx], mingb[idx], maxgb[idx]
-        t = d10[idx] - (_gammaln(z + 1) + _gammaln(mg - z + 1) + _gammaln(mi - z + 1) + _gammaln(mx - mi + z + 1))
-        ok = valid & ((x * (4.0 - x) - 3.0 <= t) | ((x * (x - t) < 1) & (2.0 * np.log(x) <= t)))
-        return z, ok
-
-    z = _reject(src, attempt)
-    z = np.where(good > bad, m - z, z)
-    z = np.where(m < sample, good - z, z)
-    return z.astype(np.int64)
+#: name -> (sampler(gen, size, *params), dtype numpy's RandomState gives)
+_SAMPLERS = {name: (_method(name), np.float64) for name in _FLOAT_DISTS}
+_SAMPLERS.update({
+    "poisson": (_method("poisson"), np.int64),
+    "binomial": (_binomial, np.int64),
+    "negative_binomial": (_negative_binomial, np.int64),
+    "geometric": (_method("geometric"), np.int64),
+    "logseries": (_method("logseries"), np.int64),
+    "zipf": (_method("zipf"), np.int64),
+    "hypergeometric": (_hypergeometric, np.int64),
+})
 
 
 # -- distributions with a trailing axis (whole rows per chunk) --
 
 
-def _dirichlet_rows(src, rows, alpha):
-    k = len(alpha)
-    lg = _log_std_gamma(src, np.tile(alpha, rows)).reshape(rows, k)
-    if k == 0:
-        return lg
-    with np.errstate(invalid="ignore"):
-        lg -= lg.max(axis=1, keepdims=True)
-        e = np.exp(lg)
-        return e / e.sum(axis=1, keepdims=True)
+def _dirichlet_rows(gen, size, alpha):
+    if len(alpha) == 0:
+        return np.empty(tuple(size) + (0,))
+    return gen.dirichlet(alpha, size=size)
 
 
-def _multinomial_rows(src, rows, n, pvals):
-    k = len(pvals)
-    out = np.zeros((rows, k), dtype=np.int64)
-    if k == 0:
-        return out
-    cols = np.arange(rows) * k
-    remaining = np.full(rows, n, dtype=np.int64)
-    rem_p = 1.0
-    for j in range(k - 1):
-        pj = min(max(pvals[j] / rem_p, 0.0), 1.0) if rem_p > 0 else 0.0
-        out[:, j] = _binomial(src.sub(cols + j), remaining, pj)
-        remaining -= out[:, j]
-        rem_p -= pvals[j]
-    out[:, k - 1] = remaining
-    return out
+def _multinomial_rows(gen, size, n, pvals):
+    if len(pvals) == 0:
+        return np.zeros(tuple(size) + (0,), dtype=np.int64)
+    return gen.multinomial(n, pvals, size=size)
 
 
-def _mvn_rows(src, rows, mean, factor):
-    k = len(mean)
-    z = src.z(0).reshape(rows, k)
-    return z @ factor + mean
+def _mvn_rows(gen, size, mean, factor):
+    return gen.standard_normal(tuple(size) + (len(mean),)) @ factor + mean
 
-
-#: name -> (sampler, dtype numpy's RandomState gives)
-_SAMPLERS = {
-    "standard_exponential": (_std_exponential, np.float64),
-    "exponential": (_exponential, np.float64),
-    "standard_gamma": (_std_gamma, np.float64),
-    "gamma": (_gamma, np.float64),
-    "beta": (_beta, np.float64),
-    "chisquare": (_chisquare, np.float64),
-    "f": (_f, np.float64),
-    "standard_t": (_standard_t, np.float64),
-    "standard_cauchy": (_standard_cauchy, np.float64),
-    "gumbel": (_gumbel, np.float64),
-    "laplace": (_laplace, np.float64),
-    "logistic": (_logistic, np.float64),
-    "lognormal": (_lognormal, np.float64),
-    "pareto": (_pareto, np.float64),
-    "power": (_power, np.float64),
-    "rayleigh": (_rayleigh, np.float64),
-    "weibull": (_weibull, np.float64),
-    "triangular": (_triangular, np.float64),
-    "wald": (_wald, np.float64),
-    "vonmises": (_vonmises, np.float64),
-    "noncentral_chisquare": (_noncentral_chisquare, np.float64),
-    "noncentral_f": (_noncentral_f, np.float64),
-    "poisson": (_poisson, np.int64),
-    "binomial": (_binomial, np.int64),
-    "negative_binomial": (_negative_binomial, np.int64),
-    "geometric": (_geometric, np.int64),
-    "logseries": (_logseries, np.int64),
-    "zipf": (_zipf, np.int64),
-    "hypergeometric": (_hypergeometric, np.int64),
-}
 
 _ROW_SAMPLERS = {
     "dirichlet": (_dirichlet_rows, np.float64),
@@ -926,41 +480,58 @@ def _check_params(dist, params) -> None:
             raise ValueError(msg)
 
 
-def _dist_kernel(shape, offs, gshape, key, dist, spec, dtype, *tensors):
+def _assemble(pieces, grid):
+    """One array from the chunks ``pieces`` of a block grid ``grid`` (C order)."""
+    if len(pieces) == 1:
+        return np.asarray(pieces[0])
+    cells = np.empty(len(pieces), dtype=object)
+    for i, p in enumerate(pieces):
+        cells[i] = p
+    return np.block(cells.reshape(grid).tolist())
+
+
+def _dist_kernel(shape, offs, gshape, tshape, key, dist, spec, dtype, *tensors):
     """One chunk of distribution ``dist``: ``spec`` lists the parameters, constants or
-    (``None``) the next of ``tensors`` (chunks aligned with this one, or broadcast)."""
+    (``None``) the next of ``tensors``: ``(pieces, grid, starts)``, the chunks of a parameter
+    covering the tiles this chunk overlaps and, per parameter axis, the output position of
+    their first element (``None`` where the parameter broadcasts)."""
     sampler, natural = _SAMPLERS[dist]
-    it = iter(tensors)
+    blocks = [(_assemble(pieces, grid), starts) for pieces, grid, starts in tensors]
+    it = iter(blocks)
     params = [next(it) if v is None else v for v in spec]
     if tensors:  # values only known now
-        _check_params(dist, params)
-    out = np.empty(shape, dtype=natural)
-    if out.size:
-        ncols = shape[-1] if shape else 1
-        view = out.reshape(-1, ncols)
-        pviews = [np.asarray(p, dtype=np.float64) if np.ndim(p) == 0
-                  else np.broadcast_to(p, shape).reshape(-1, ncols) for p in params]
-        for where, x in _counter_blocks(tuple(shape), tuple(offs), tuple(gshape), key):
-            n = x.size
-            ps = [np.broadcast_to(p, (n,)) if p.ndim == 0 else p[where].reshape(n) for p in pviews]
-            with np.errstate(all="ignore"):
-                view[where] = sampler(_Src(x.reshape(n)), *ps).reshape(view[where].shape)
+        _check_params(dist, [p[0] if isinstance(p, tuple) else p for p in params])
+    nd = len(gshape)
+
+    def draw(gen, lo, size):
+        ps = []
+        for p in params:
+            if isinstance(p, tuple):
+                block, starts = p
+                off = nd - block.ndim
+                p = block[tuple(slice(0, 1) if s is None else slice(lo[i + off] - s, lo[i + off] - s + size[i + off])
+                                for i, s in enumerate(starts))]
+            ps.append(p)
+        return np.asarray(sampler(gen, size, *ps), dtype=natural).reshape(size)
+
+    with np.errstate(all="ignore"):
+        out = _tiled(np.empty(shape, dtype=natural), offs, gshape, tshape, key, draw)
     return out if out.dtype == dtype else out.astype(dtype)
 
 
-def _rows_kernel(shape, offs, gshape, key, dist, args, dtype):
-    """One chunk of a distribution with a trailing axis (``shape[-1]`` is whole)."""
+def _rows_kernel(shape, offs, gshape, tshape, key, dist, args, dtype):
+    """One chunk of a distribution with a trailing axis (``shape[-1]`` is whole); tiles
+    cover the leading axes (``offs``, ``gshape``, ``tshape``)."""
     sampler, natural = _ROW_SAMPLERS[dist]
     k = shape[-1]
-    rows = int(prod(shape[:-1]))
-    x = np.empty(rows * k, dtype=np.uint64)
-    if x.size:
-        view = x.reshape(-1, k)
-        for where, block in _counter_blocks(tuple(shape), tuple(offs), tuple(gshape), key):
-            view[where] = block
+
+    def draw(gen, lo, size):
+        return np.asarray(sampler(gen, size, *args), dtype=natural).reshape(tuple(size) + (k,))
+
     with np.errstate(all="ignore"):
-        out = np.asarray(sampler(_Src(x), rows, *args), dtype=natural).reshape(shape)
+        out = _tiled(np.empty(shape, dtype=natural), offs, gshape, tshape, key, draw)
     return out if out.dtype == dtype else out.astype(dtype)
+
 
 
 # ---- operands -----------------------------------------------------------------------------
@@ -1030,22 +601,62 @@ class TensorSelection(TensorOperand):
         return [(chunks, nsplits)]
 
 
-def _align(p: TensorData, shape: tuple, nsplits: tuple) -> TensorData:
-    """Parameter tensor ``p`` (right-aligned against ``shape``) re-cut so that its chunks
-    match ``nsplits`` on every axis where it is not broadcast."""
+def _param_splits(bounds: tuple, dim: int, t: int) -> tuple:
+    """Chunk lengths for a parameter axis of length ``dim`` against output chunk boundaries
+    ``bounds`` and tile edge ``t``: the output boundaries moved down to a tile boundary, so an
+    output chunk's tiles are covered by at most two pieces per axis (one when aligned)."""
+    cuts = sorted({(b // t) * t for b in bounds[:-1]} | {dim})
+    return tuple(b - a for a, b in zip(cuts, cuts[1:]) if b > a) or (0,)
+
+
+def _param_pieces(p: TensorData, shape: tuple, nsplits: tuple, tshape: tuple):
+    """Parameter tensor ``p`` (right-aligned against ``shape``) re-cut by
+    :func:`_param_splits` on every axis where it is not broadcast; returns it with, per axis,
+    the boundaries of its pieces (``None`` where it broadcasts)."""
     off = len(shape) - p.ndim
-    new = tuple((1,) if p.shape[a] == 1 else tuple(nsplits[a + off]) for a in range(p.ndim))
-    if tuple(tuple(s) for s in p.nsplits) == new:
-        return p
-    r = TensorRechunk([p], chunk_size=new).new_tensor(p.shape, p.dtype).data
-    _tile([r], None)
-    return r
+    new, cuts = [], []
+    for a in range(p.ndim):
+        if p.shape[a] == 1:
+            new.append((1,))
+            cuts.append(None)
+        else:
+            ax = a + off
+            splits = _param_splits(offsets(nsplits[ax]), int(shape[ax]), tshape[ax])
+            new.append(splits)
+            cuts.append(offsets(splits))
+    new = tuple(new)
+    if tuple(tuple(s) for s in p.nsplits) != new:
+        p = TensorRechunk([p], chunk_size=new).new_tensor(p.shape, p.dtype).data
+        _tile([p], None)
+    return p, cuts
+
+
+def _covering(p: TensorData, cuts: list, offs: tuple, cshape: tuple, gshape: tuple, tshape: tuple):
+    """The kernel argument of parameter ``p`` for the output chunk at ``offs``: the pieces
+    covering the tiles the chunk overlaps, their grid and their start positions."""
+    off = len(gshape) - p.ndim
+    ranges, starts = [], []
+    for a, c in enumerate(cuts):
+        if c is None:
+            ranges.append(range(1))
+            starts.append(None)
+            continue
+        ax = a + off
+        t = tshape[ax]
+        lo = (offs[ax] // t) * t
+        hi = min(int(gshape[ax]), -(-(offs[ax] + cshape[ax]) // t) * t)
+        j0 = min(int(np.searchsorted(c, lo, side="right")) - 1, len(c) - 2)
+        j1 = max(j0 + 1, int(np.searchsorted(c, hi, side="left")))  # one piece for an empty chunk
+        ranges.append(range(j0, j1))
+        starts.append(int(c[j0]))
+    pieces = [p.chunk_at(idx) for idx in itertools.product(*ranges)]
+    return pieces, tuple(len(r) for r in ranges), tuple(starts)
 
 
 class TensorDistribution(TensorOperand):
     """A draw of distribution ``dist`` (a key of ``_SAMPLERS``); ``spec`` holds each
     parameter's constant value, or ``None`` for the next input tensor (broadcast against the
-    output).  Each chunk hashes its own global indices."""
+    output).  Chunks draw the tiles of :func:`_tile_shape` they overlap."""
 
     _op_name = "random-dist"
 
@@ -1060,42 +671,45 @@ class TensorDistribution(TensorOperand):
             shape = pshape
         elif broadcast_shape(shape, pshape) != shape:
             raise ValueError(f"shape mismatch: parameters of shape {pshape} do not broadcast to size {shape}")
+        shape = tuple(int(s) for s in shape)
         nsplits = None
-        if self.chunk_size is None:  # follow a parameter of the output's shape: no rechunk
+        if self.chunk_size is None:  # follow a parameter of the output's shape
             nsplits = next((p.nsplits for p in params if tuple(p.shape) == shape), None)
         if nsplits is None:
             nsplits = normalize_chunk_size(shape, self.chunk_size, out.dtype.itemsize)
-        aligned = [_align(p, shape, nsplits) for p in params]
-        ndim = len(shape)
+        tshape = _tile_shape(shape)
+        cut = [_param_pieces(p, shape, nsplits, tshape) for p in params]
         chunks = []
         for idx in chunk_grid(nsplits):
             cshape = chunk_shape_at(nsplits, idx)
-            pchunks = [
-                p.chunk_at(tuple(0 if p.shape[a] == 1 else idx[a + ndim - p.ndim] for a in range(p.ndim)))
-                for p in aligned
-            ]
-            args = (cshape, _chunk_offsets(nsplits, idx), shape, self.key, self.dist, self.spec, out.dtype, *pchunks)
-            chunks.append(self.new_chunk(idx, cshape, _dist_kernel, args, inputs=pchunks))
+            offs = _chunk_offsets(nsplits, idx)
+            pargs = [_covering(p, c, offs, cshape, shape, tshape) for p, c in cut]
+            args = (cshape, offs, shape, tshape, self.key, self.dist, self.spec, out.dtype, *pargs)
+            chunks.append(self.new_chunk(idx, cshape, _dist_kernel, args))
         return [(chunks, nsplits)]
 
 
 class TensorRowDistribution(TensorOperand):
     """A draw whose last axis is one sample (dirichlet, multinomial, multivariate_normal):
-    chunked along the leading axes only."""
+    chunked, and tiled, along the leading axes only."""
 
     _op_name = "random-rows"
 
     def tile(self):
         out = self.output
         k = out.shape[-1]
-        lead = normalize_chunk_size(out.shape[:-1], self.chunk_size, out.dtype.itemsize * max(1, k))
+        lead_shape = tuple(out.shape[:-1])
+        lead = normalize_chunk_size(lead_shape, self.chunk_size, out.dtype.itemsize * max(1, k))
         nsplits = lead + ((k,),)
+        tshape = _tile_shape(lead_shape, max(1, _TILE // max(1, k)))
         chunks = []
         for idx in chunk_grid(nsplits):
             cshape = chunk_shape_at(nsplits, idx)
-            args = (cshape, _chunk_offsets(nsplits, idx), out.shape, self.key, self.dist, self.args, out.dtype)
+            args = (cshape, _chunk_offsets(lead, idx[:-1]), lead_shape, tshape, self.key, self.dist, self.args,
+                    out.dtype)
             chunks.append(self.new_chunk(idx, cshape, _rows_kernel, args))
         return [(chunks, nsplits)]
+
 
 
 # ---- argument checks --------------------------------------------------------------------

@@ -10,7 +10,7 @@ from scipy import stats
 
 import mars_dask
 import mars_dask.tensor as mt
-from mars_dask.tensor.random import _dist_kernel, _sample_kernel, _selection_kernel
+from mars_dask.tensor.random import _dist_kernel, _sample_kernel, _selection_kernel, _tile_shape
 from mars_dask.tools.api_coverage import NAMES_FILE, out_reason
 
 
@@ -420,6 +420,59 @@ def test_one_element_chunks(client):
         np.testing.assert_array_equal(ones, whole, err_msg=name)
 
 
+BIG = (300, 300)  # several tiles (150 x 300; rows: 100 x 150 or 150 x 150)
+BIG_CHUNKINGS = [1000, 77, (128, 300)]  # one chunk; cutting tiles everywhere; a tile's leading rows
+ROWS = [("dirichlet", ([0.5, 1.0, 2.0],)), ("multinomial", (10, [0.2, 0.3, 0.5])),
+        ("multivariate_normal", ([0.0, 1.0], [[2.0, 0.3], [0.3, 1.0]]))]
+
+
+def test_values_ignore_the_chunking_across_tiles(client):
+    """A draw larger than one tile: every distribution, exact values under chunkings that cut
+    the tiles anywhere (one execute for all)."""
+    assert _tile_shape(BIG) == (150, 300)
+    ts = [getattr(mt.random.RandomState(3), name)(*args, size=BIG, chunk_size=cs)
+          for name, args in UNIQUE + ROWS for cs in BIG_CHUNKINGS]
+    got = values(*ts)
+    n = len(BIG_CHUNKINGS)
+    for j, (name, _) in enumerate(UNIQUE + ROWS):
+        first = got[j * n]
+        assert first.shape[:2] == BIG
+        for g in got[j * n + 1:(j + 1) * n]:
+            np.testing.assert_array_equal(g, first, err_msg=name)
+        assert len(np.unique(first)) > 10, name  # tiles are not repeats of one another
+        if first.dtype.kind == "f":
+            assert len(np.unique(first)) > 0.99 * first.size, name
+
+
+def test_tensor_parameters_across_tiles(client):
+    """Tensor parameters (full-shape, broadcast rows and columns, chunked unlike the output)
+    over several tiles: the same values whatever the chunks of the output and parameters."""
+    rng = np.random.default_rng(0)
+    k = rng.uniform(0.5, 5.0, size=BIG)
+    col = rng.uniform(1.0, 3.0, size=(BIG[0], 1))
+    n = np.arange(BIG[1]) % 50
+
+    def draws(out_cs, par_cs):
+        rs = mt.random.RandomState(9)
+        return [rs.gamma(mt.tensor(k, chunk_size=par_cs), mt.tensor(col, chunk_size=par_cs), chunk_size=out_cs),
+                rs.binomial(mt.tensor(n, chunk_size=par_cs), 0.3, size=BIG, chunk_size=out_cs),
+                rs.poisson(mt.tensor(k, chunk_size=par_cs)[:, :1] * 3, size=BIG, chunk_size=out_cs)]
+
+    variants = [(1000, 1000), (77, 64), ((128, 300), 100), (None, 41)]
+    got = values(*[t for oc, pc in variants for t in draws(oc, pc)])
+    ref = got[:3]
+    for v in range(1, len(variants)):
+        for j in range(3):
+            np.testing.assert_array_equal(got[3 * v + j], ref[j], err_msg=str((variants[v], j)))
+    g, b, p = ref
+    # the parameters are each element's own
+    np.testing.assert_allclose((g / (k * col)).mean(), 1.0, rtol=0.02)
+    assert (b <= n).all() and (b[:, n == 0] == 0).all()
+    lam = k[:, :1] * 3
+    np.testing.assert_allclose(p.mean(axis=1), lam[:, 0], rtol=0.25)
+    assert not np.array_equal(values(mt.random.RandomState(9).gamma(2.0, size=BIG)), g)
+
+
 def test_draws_repeat_across_executes(client, chunking_draws):
     """A new graph with the same seed (other chunks) executed again: the same values."""
     again = values(*[getattr(mt.random.RandomState(42), name)(*args, size=SHAPE, chunk_size=(7, 6))
@@ -619,13 +672,21 @@ def test_mars_names_are_all_there():
             assert hasattr(mt.random.RandomState, {"random": "random_sample"}.get(n, n))
 
 
-def test_sampler_kernel_blocks_are_a_pure_function_of_position():
-    """The parameterised kernel: a chunk equals the matching slice of the whole, across the
-    kernel's internal blocks, with parameters broadcast per element."""
+def test_sampler_kernel_tiles_are_a_pure_function_of_position():
+    """The parameterised kernel alone: a chunk equals the matching slice of the whole, for
+    chunks cutting tiles (the tile's leading rows only, several tiles, one partial tile),
+    with parameters broadcast per element."""
     k = np.linspace(0.2, 4.0, 7)
+    gshape, tshape = (10, 7), (4, 3)
     for name, args in [("gamma", (k, 2.0)), ("poisson", (k * 10,)), ("binomial", (np.arange(7) * 9, 0.4)),
                        ("hypergeometric", (np.arange(7) * 4 + 10, 20, 12)), ("vonmises", (0.0, k))]:
-        whole = _dist_kernel((10, 7), (0, 0), (10, 7), 99, name, args, np.float64)
-        sub = tuple(a[2:6] if np.ndim(a) else a for a in args)
-        part = _dist_kernel((4, 4), (3, 2), (10, 7), 99, name, sub, np.float64)
-        np.testing.assert_array_equal(part, whole[3:7, 2:6])
+        spec = tuple(None if np.ndim(a) else a for a in args)
+        tens = [a for a in args if np.ndim(a)]
+        whole = _dist_kernel(gshape, (0, 0), gshape, tshape, 99, name, spec, np.float64,
+                             *[([a], (1,), (0,)) for a in tens])
+        for offs, shape in [((3, 2), (4, 4)), ((0, 0), (1, 1)), ((9, 6), (1, 1)), ((5, 0), (2, 7))]:
+            lo, hi = (offs[1] // 3) * 3, min(7, -(-(offs[1] + shape[1]) // 3) * 3)
+            part = _dist_kernel(shape, offs, gshape, tshape, 99, name, spec, np.float64,
+                                *[([a[lo:hi]], (1,), (lo,)) for a in tens])
+            np.testing.assert_array_equal(part, whole[offs[0]:offs[0] + shape[0], offs[1]:offs[1] + shape[1]],
+                                          err_msg=name)
