@@ -1,6 +1,7 @@
 """RSSReader: the figure psutil gives, for this process and another, and None once the
 process is gone."""
 
+import mmap
 import os
 import signal
 import subprocess
@@ -19,9 +20,14 @@ def test_own_rss_follows_allocations():
     read = RSSReader()
     before = read()
     assert abs(before - psutil.Process().memory_info().rss) < 8 * 2**20
-    a = np.ones(64 * 2**20, dtype=np.uint8)  # 64 MiB, touched
+    # 64 MiB of fresh pages, touched (an anonymous map, not malloc: in a long test process
+    # malloc may hand back memory freed earlier that is still resident, and RSS not move)
+    buf = mmap.mmap(-1, 64 * 2**20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    a[:] = 1
     assert read() - before >= 60 * 2**20
     del a
+    buf.close()
     read.close()
     assert read() is None
 
