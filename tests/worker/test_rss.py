@@ -16,18 +16,22 @@ from mars_dask.plugins._rss import RSSReader
 pytestmark = pytest.mark.timeout(60)
 
 
+
+def _fresh_pages(n: int) -> np.ndarray:
+    """``n`` bytes of ones in fresh private pages, unmapped when the array goes: not malloc,
+    which in a long test process may hand back memory freed earlier that is still resident
+    (RSS then does not move: seen after tests/tensor/test_random.py)."""
+    a = np.frombuffer(mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=np.uint8)
+    a[:] = 1
+    return a
+
 def test_own_rss_follows_allocations():
     read = RSSReader()
     before = read()
     assert abs(before - psutil.Process().memory_info().rss) < 8 * 2**20
-    # 64 MiB of fresh pages, touched (an anonymous map, not malloc: in a long test process
-    # malloc may hand back memory freed earlier that is still resident, and RSS not move)
-    buf = mmap.mmap(-1, 64 * 2**20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    a = np.frombuffer(buf, dtype=np.uint8)
-    a[:] = 1
+    a = _fresh_pages(64 * 2**20)
     assert read() - before >= 60 * 2**20
     del a
-    buf.close()
     read.close()
     assert read() is None
 
@@ -65,7 +69,7 @@ def test_sampler_measures_a_short_task_from_its_start_and_end():
     s = _Sampler(interval=3600.0)
     try:
         s.start("k")
-        a = np.ones(64 * 2**20, dtype=np.uint8)
+        a = _fresh_pages(64 * 2**20)
         used = s.stop("k")
         assert used >= 60 * 2**20, used
         assert s.stop("k") is None  # not running any more
@@ -84,7 +88,7 @@ def test_sampler_catches_a_peak_inside_a_long_task_and_shares_it():
     s = _Sampler(interval=0.01)
     try:
         s.start("long")
-        a = np.ones(64 * 2**20, dtype=np.uint8)
+        a = _fresh_pages(64 * 2**20)
         time.sleep(0.2)
         del a  # numpy returns a buffer this big to the OS at once
         time.sleep(0.05)
@@ -92,7 +96,7 @@ def test_sampler_catches_a_peak_inside_a_long_task_and_shares_it():
 
         s.start("x")
         s.start("y")
-        b = np.ones(64 * 2**20, dtype=np.uint8)
+        b = _fresh_pages(64 * 2**20)
         x, y = s.stop("x"), s.stop("y")
         assert x >= 30 * 2**20 and y >= 30 * 2**20 and x + y <= 80 * 2**20, (x, y)
         del b
