@@ -474,36 +474,9 @@ def _time_width(window):
     return pd.Timedelta(off.nanos, unit="ns")
 
 
-class Rolling(_Window):
-    """``obj.rolling(...)``: every chunk gets the preceding rows its windows reach (and the
-    following ones with ``center=True``) and pandas computes the windows."""
-
-    def _halos(self):
-        p = self._params
-        window, center, on = p["window"], p["center"], p["on"]
-        if isinstance(window, (int, np.integer)):
-            w = int(window)
-            before = w
-            after = (w - 1) // 2 + 1 if center else 0
-            return _row_halo(before, after)
-        if is_list_like(window) or hasattr(window, "get_window_bounds"):
-            raise NotImplementedError("rolling with a window array or BaseIndexer is not supported")
-        width = _time_width(window)
-        back = (_time_tail, _time_tail_combine, (on, width), None)
-        fwd = (_time_head, _time_head_combine, (on, width), None) if center else None
-        return back, fwd
-
-    def aggregate(self, func, *args, **kwargs):
-        return self._apply("aggregate", (func, *args), kwargs)
-
-    def _apply(self, how, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        obj, sel = self._projected(keep=(self._params.get("on"),))
-        params = self._pandas_params()
-        fargs = ("rolling", params, sel, how, tuple(args), kwargs)
-        meta = infer_meta(_window_call, obj.data.meta, *fargs)
-        back, fwd = self._halos()
-        return _scan_output(obj, meta, _halo_final, (_window_call, fargs, meta), back=back, fwd=fwd)
+class _RowAggregations(_Window):
+    """The aggregations ``rolling`` and ``expanding`` share (``ewm`` has its own few):
+    each is ``self._apply(name, args, kwargs)``."""
 
     def count(self, **kwargs):
         return self._apply("count", (), kwargs)
@@ -543,6 +516,38 @@ class Rolling(_Window):
 
     def apply(self, func, raw=False, engine=None, engine_kwargs=None, args=None, kwargs=None):
         return self._apply("apply", (func,), {"raw": raw, "args": args, "kwargs": kwargs})
+
+
+class Rolling(_RowAggregations):
+    """``obj.rolling(...)``: every chunk gets the preceding rows its windows reach (and the
+    following ones with ``center=True``) and pandas computes the windows."""
+
+    def _halos(self):
+        p = self._params
+        window, center, on = p["window"], p["center"], p["on"]
+        if isinstance(window, (int, np.integer)):
+            w = int(window)
+            before = w
+            after = (w - 1) // 2 + 1 if center else 0
+            return _row_halo(before, after)
+        if is_list_like(window) or hasattr(window, "get_window_bounds"):
+            raise NotImplementedError("rolling with a window array or BaseIndexer is not supported")
+        width = _time_width(window)
+        back = (_time_tail, _time_tail_combine, (on, width), None)
+        fwd = (_time_head, _time_head_combine, (on, width), None) if center else None
+        return back, fwd
+
+    def aggregate(self, func, *args, **kwargs):
+        return self._apply("aggregate", (func, *args), kwargs)
+
+    def _apply(self, how, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        obj, sel = self._projected(keep=(self._params.get("on"),))
+        params = self._pandas_params()
+        fargs = ("rolling", params, sel, how, tuple(args), kwargs)
+        meta = infer_meta(_window_call, obj.data.meta, *fargs)
+        back, fwd = self._halos()
+        return _scan_output(obj, meta, _halo_final, (_window_call, fargs, meta), back=back, fwd=fwd)
 
 
 def _validate(obj, kind, params):
@@ -695,7 +700,7 @@ def _concat_carry(carry, edge, *_):
     return _concat([carry, edge])
 
 
-class Expanding(_Window):
+class Expanding(_RowAggregations):
     """``obj.expanding(...)``: a chain of per-chunk summaries (count, mean, central moments,
     sum, min, max) gives every chunk the state of all rows before it.  ``median``,
     ``quantile`` and callables have no bounded state: each chunk then receives all earlier
@@ -723,45 +728,6 @@ class Expanding(_Window):
             return _scan_output(obj, meta, _expanding_final, (meta, plan, minp, kwargs), back=back)
         back = (_identity, _concat_carry, (), None)
         return _scan_output(obj, meta, _halo_final, (_window_call, fargs, meta), back=back)
-
-    def count(self, **kwargs):
-        return self._apply("count", (), kwargs)
-
-    def sum(self, *args, **kwargs):
-        return self._apply("sum", args, kwargs)
-
-    def mean(self, *args, **kwargs):
-        return self._apply("mean", args, kwargs)
-
-    def median(self, **kwargs):
-        return self._apply("median", (), kwargs)
-
-    def var(self, ddof=1, *args, **kwargs):
-        return self._apply("var", (), {"ddof": ddof, **kwargs})
-
-    def std(self, ddof=1, *args, **kwargs):
-        return self._apply("std", (), {"ddof": ddof, **kwargs})
-
-    def min(self, *args, **kwargs):
-        return self._apply("min", args, kwargs)
-
-    def max(self, *args, **kwargs):
-        return self._apply("max", args, kwargs)
-
-    def skew(self, **kwargs):
-        return self._apply("skew", (), kwargs)
-
-    def kurt(self, **kwargs):
-        return self._apply("kurt", (), kwargs)
-
-    def sem(self, ddof=1, **kwargs):
-        return self._apply("sem", (), {"ddof": ddof, **kwargs})
-
-    def quantile(self, q, interpolation="linear", **kwargs):
-        return self._apply("quantile", (q,), {"interpolation": interpolation, **kwargs})
-
-    def apply(self, func, raw=False, engine=None, engine_kwargs=None, args=None, kwargs=None):
-        return self._apply("apply", (func,), {"raw": raw, "args": args, "kwargs": kwargs})
 
 
 @register_method(DataFrame, Series)
