@@ -30,13 +30,14 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import math
 import time
 import weakref
 from datetime import datetime
 
 from bokeh.layouts import column, row
-from bokeh.models import (ColumnDataSource, DataTable, Div, FixedTicker, NumberFormatter,
-                          NumeralTickFormatter, TableColumn)
+from bokeh.models import (ColumnDataSource, DataTable, Div, NumberFormatter, NumeralTickFormatter, Range1d,
+                          TableColumn)
 from bokeh.plotting import figure
 from dask.utils import format_bytes
 
@@ -85,12 +86,25 @@ _SECS = "0.0"
 
 
 def _hbar_figure(title: str, height: int = 220):
+    """A figure of horizontal bars at y = 0, 1, ... whose labels are drawn inside the plot
+    from the bars' own data (the ``label`` column: :meth:`_Page.bar_labels`), not on the y
+    axis. Why: every change of a page is a message to the browser, and a label or range the
+    browser lays out answers with one back (measured with two tabs open on a running job: the
+    axis labels' "name (done/total)" re-laid the plot out, ``inner_width`` came back each
+    refresh, and a ``DataRange1d`` set here was recomputed there and sent back, then set
+    again: half the traffic). Labels in the data cost nothing extra; both ranges are fixed
+    ``Range1d`` s, moved only when the bars no longer fit (:func:`_set_y_bars`, :func:`_set_x_end`)."""
     fig = figure(title=title, height=height, sizing_mode="stretch_width", toolbar_location=None,
-                 tools="", x_range=(0, 1))
-    fig.yaxis.ticker = FixedTicker(ticks=[])  # one model for the page's life (see _set_labels)
-    fig.yaxis.major_label_text_font_size = "9pt"
+                 tools="", x_range=Range1d(0, 1), y_range=Range1d(-0.6, 0.4))
+    fig.yaxis.visible = False
     fig.ygrid.visible = False
     return fig
+
+
+def _bar_labels(fig, source) -> None:
+    """Draw ``source``'s ``label`` column at the left end of each bar."""
+    fig.text(x=0, y="y", text="label", source=source, x_offset=4, text_baseline="middle",
+             text_font_size="9pt", text_color="#222222")
 
 
 def _set(model, **props) -> None:
@@ -103,15 +117,20 @@ def _set(model, **props) -> None:
             setattr(model, k, v)
 
 
-def _set_labels(fig, labels: list[str]) -> None:
-    """Bars are drawn at y = 0, 1, ...; their labels replace the numbers on the y axis."""
-    _set(fig.yaxis[0].ticker, ticks=list(range(len(labels))))
-    _set(fig.yaxis[0], major_label_overrides={i: s for i, s in enumerate(labels)})
-    _set(fig.y_range, start=-0.6, end=max(len(labels), 1) - 0.4)
+def _set_y_bars(fig, n: int) -> None:
+    """Room for ``n`` bars (y = 0 .. n-1)."""
+    _set(fig.y_range, start=-0.6, end=max(n, 1) - 0.4)
+
+
+def _nice_ceiling(v: float) -> float:
+    """The smallest power of two >= ``v`` (the x axes count bytes): an axis's end moves only
+    when the bars outgrow it, not at every refresh (each move is a message, and new tick
+    labels a re-layout in the browser)."""
+    return 1 if v <= 1 else 2 ** math.ceil(math.log2(v))
 
 
 def _set_x_end(fig, end: float) -> None:
-    _set(fig.x_range, start=0, end=end if end > 0 else 1)
+    _set(fig.x_range, start=0, end=_nice_ceiling(end))
 
 
 class _Page:
@@ -136,6 +155,7 @@ class TileablesPage(_Page):
         self.fig.hbar(y="y", left=0, right="done", height=0.7, color="#2ca02c", source=self.bars)
         self.fig.hbar(y="y", left="done", right="erred", height=0.7, fill_color="#d62728", line_color=None,
                       source=self.bars)
+        _bar_labels(self.fig, self.bars)
         self.fig.xaxis.formatter = NumeralTickFormatter(format="0%")
         self.rows = ColumnDataSource({k: [] for k in self._COLUMNS})
         self.table = _table(self.rows, [
@@ -168,7 +188,7 @@ class TileablesPage(_Page):
         bars["y"] = list(range(n))[::-1]  # the newest at the top
         bars["label"] = labels
         _set(self.bars, data=bars)
-        _set_labels(self.fig, labels[::-1])
+        _set_y_bars(self.fig, n)
         _set(self.rows, data=rows)
         running = [c for c in calls if c["state"] == "running"]
         _set(self.summary, text=_figure_html({
@@ -189,7 +209,7 @@ class QuotaPage(_Page):
 
     def __init__(self):
         super().__init__()
-        self.bars = ColumnDataSource({"y": [], "limit": [], "reserved": [], "memory": []})
+        self.bars = ColumnDataSource({"y": [], "limit": [], "reserved": [], "memory": [], "label": []})
         self.fig = _hbar_figure("per worker: quota, reserved by executing tasks, measured memory")
         self.fig.hbar(y="y", left=0, right="limit", height=0.8, color="#dddddd", source=self.bars,
                       legend_label="quota")
@@ -197,6 +217,7 @@ class QuotaPage(_Page):
                       legend_label="reserved")
         self.fig.hbar(y="y", left=0, right="memory", height=0.15, color="#ff7f0e", source=self.bars,
                       legend_label="measured")
+        _bar_labels(self.fig, self.bars)
         self.fig.xaxis.formatter = NumeralTickFormatter(format="0.0 b")
         self.fig.legend.location = "bottom_right"
         self.workers = ColumnDataSource({k: [] for k in self._WORKERS})
@@ -215,8 +236,8 @@ class QuotaPage(_Page):
         addrs = sorted(ws)
         _set(self.bars, data={"y": list(range(len(addrs))), "limit": [ws[a]["limit"] or 0 for a in addrs],
                           "reserved": [ws[a]["reserved"] for a in addrs],
-                          "memory": [ws[a]["memory"] or 0 for a in addrs]})
-        _set_labels(self.fig, addrs)
+                          "memory": [ws[a]["memory"] or 0 for a in addrs], "label": addrs})
+        _set_y_bars(self.fig, len(addrs))
         _set_x_end(self.fig, 1.05 * max([0, *(max(ws[a]["limit"] or 0, ws[a]["memory"] or 0) for a in addrs)]))
         _set(self.workers, data={"worker": addrs, **{k: [ws[a][k] or 0 for a in addrs] for k in self._WORKERS[1:]}})
         waiting = answer["waiting"][:MAX_ROWS]
@@ -239,11 +260,12 @@ class StorePage(_Page):
 
     def __init__(self):
         super().__init__()
-        self.bars = ColumnDataSource({"y": [], "shm": [], "disk": [], "pending": [], "heap": []})
+        self.bars = ColumnDataSource({"y": [], "shm": [], "disk": [], "pending": [], "heap": [], "label": []})
         self.fig = _hbar_figure("per worker: bytes in shared memory / on disk / waiting for their write")
         self.fig.hbar_stack(["shm", "disk", "pending", "heap"], y="y", height=0.7, source=self.bars,
                             color=["#1f77b4", "#8c564b", "#ff7f0e", "#7f7f7f"],
                             legend_label=["shared memory", "disk", "write-behind", "heap"])
+        _bar_labels(self.fig, self.bars)
         self.fig.xaxis.formatter = NumeralTickFormatter(format="0.0 b")
         self.fig.legend.location = "bottom_right"
         self.rows = ColumnDataSource({k: [] for k in self._COLUMNS})
@@ -285,8 +307,9 @@ class StorePage(_Page):
             for k in self._COLUMNS:
                 rows[k].append(vals[k])
         _set(self.rows, data=rows)
-        _set(self.bars, data={"y": list(range(len(addrs))), **{t: rows[t] for t in ("shm", "disk", "pending", "heap")}})
-        _set_labels(self.fig, addrs)
+        _set(self.bars, data={"y": list(range(len(addrs))), **{t: rows[t] for t in ("shm", "disk", "pending", "heap")},
+                              "label": addrs})
+        _set_y_bars(self.fig, len(addrs))
         _set_x_end(self.fig, 1.05 * max([0, *(sum(rows[t][i] for t in ("shm", "disk", "pending", "heap"))
                                               for i in range(len(addrs)))]))
         _set(self.summary, text=_figure_html({

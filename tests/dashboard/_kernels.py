@@ -15,3 +15,9 @@ def gated(a, gate="", first=0, timeout=120.0):
         while not os.path.exists(gate) and time.monotonic() < deadline:
             time.sleep(0.02)
     return a + 1
+
+
+def slow(a, delay=0.05):
+    """``a + 1`` after ``delay`` seconds: a job that runs for a while at a steady pace."""
+    time.sleep(delay)
+    return a + 1

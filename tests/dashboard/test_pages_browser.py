@@ -153,6 +153,60 @@ def test_pages_show_a_running_job_as_the_scheduler_sees_it(browser, dash_cluster
             page.close()
 
 
+def test_open_pages_send_a_running_job_only_its_changes(browser, dash_cluster):
+    """While a job runs, an open page gets at most one message per changed model and
+    refresh, and the browser sends nothing back. Each message is work on the scheduler's
+    event loop (bokeh serializes it there): axis labels that changed with the counts made the
+    browser re-lay the plot out and send its new size back, and a range it computes itself
+    was sent back and set again, each refresh (issue 20's cost figure)."""
+    import json as _json
+
+    url = dash_cluster.url
+    frames = {}  # page -> {"in": server-to-browser PATCH-DOCs, "out": browser-to-server ones}
+    tabs = {}
+
+    def watch(name):
+        counts = frames[name] = {"in": 0, "out": 0}
+
+        def on_ws(ws):
+            def count(direction):
+                def f(payload):
+                    if isinstance(payload, str) and '"msgtype"' in payload:
+                        if _json.loads(payload).get("msgtype") == "PATCH-DOC":
+                            counts[direction] += 1
+                return f
+            ws.on("framereceived", count("in"))
+            ws.on("framesent", count("out"))
+        return on_ws
+
+    try:
+        for name in ("tileables", "quota", "store"):
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("websocket", watch(name))
+            page.goto(f"{url}/individual-mars-{name}")
+            page.wait_for_selector(".mars-figure", state="attached")
+            tabs[name] = page
+        tabs["tileables"].wait_for_timeout(2500)  # the first layout's messages are over
+        for c in frames.values():
+            c["in"] = c["out"] = 0
+        y = elementwise(DK.slow, mt.arange(160, chunk_size=1), dtype=np.int64, delay=0.05)
+        t0 = time.monotonic()
+        th, box = run_in_thread(mars_dask.execute, y)
+        while th.is_alive():  # (the page's events are delivered while playwright waits)
+            tabs["tileables"].wait_for_timeout(100)
+        took = time.monotonic() - t0
+        assert "error" not in box, box
+        tabs["tileables"].wait_for_timeout(1500)
+        assert took > 2, took  # several refreshes happened during the job
+        assert {n: c["out"] for n, c in frames.items()} == {"tileables": 0, "quota": 0, "store": 0}, frames
+        # tileables: bars, table, figures line; one refresh a second
+        assert 0 < frames["tileables"]["in"] <= 3 * (took + 2.5), (frames, took)
+        np.testing.assert_array_equal(y.fetch(), np.arange(160) + 1)
+    finally:
+        for page in tabs.values():
+            page.close()
+
+
 def test_store_page_shows_what_the_stores_hold(browser, dash_cluster, held, tmp_path):
     url = dash_cluster.url
     page = open_page(browser, url, "individual-mars-store")
