@@ -275,6 +275,26 @@ def test_topk_1d(client, kind, n, chunk, k, largest):
     np.testing.assert_array_equal(_stable_top(x, k, largest=largest)[0], ref)
 
 
+@pytest.mark.parametrize("order", ["random", "ascending", "descending", "nan_heavy", "int_dups"])
+def test_topk_values_of_big_chunks_by_blocks(client, order):
+    """Chunks of over a million elements take the blocked selection (sort.py
+    ``_stream_top_vals``: no whole copy of the chunk): equal to numpy for data in every order,
+    NaN, duplicates, both directions, a k larger than a block's survivors."""
+    from mars_dask.tensor.sort import _STREAM_BLOCK, _stream_top_vals
+
+    n = 8 * _STREAM_BLOCK + 12345  # two chunks, each past the blocked selection's threshold
+    rng = np.random.default_rng(len(order))
+    x = {"random": lambda: rng.random(n), "ascending": lambda: np.arange(n, dtype=np.float64),
+         "descending": lambda: np.arange(n, 0, -1).astype(np.float64),
+         "nan_heavy": lambda: np.where(rng.random(n) < 0.3, np.nan, rng.random(n)),
+         "int_dups": lambda: rng.integers(0, 50, n)}[order]()
+    for k, largest in ((1000, True), (1000, False), (3, True), (3, False)):
+        assert _stream_top_vals(x[: n // 2 + 1], k, largest) is not None
+        ref = np.sort(x)[::-1][:k] if largest else np.sort(x)[:k]
+        got = mt.topk(mt.tensor(x, chunk_size=n // 2 + 1), k, largest=largest).execute().fetch()
+        np.testing.assert_array_equal(got, ref)
+
+
 def test_topk_ties_smallest_index_first(client):
     x = np.array([1, 3, 3, 2, 3, 0, 3])
     t = mt.tensor(x, chunk_size=2)
