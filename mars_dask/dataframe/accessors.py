@@ -22,17 +22,8 @@ def _accessor_call(s, acc, name, args, kwargs):
     return getattr(getattr(s, acc), name)(*args, **kwargs)
 
 
-def _accessor_attr(s, acc, name, meta=None):
-    out = getattr(getattr(s, acc), name)
-    if meta is not None and out.dtype != meta.dtype:
-        out = out.astype(meta.dtype)
-    return out
-
-
-def _with_null(sample):
-    """The stand-in plus one missing value: pandas' dtype when some rows are null (e.g.
-    ``dt.year`` is float64 with NaT, int32 without; chunks must agree, so nulls are assumed)."""
-    return pd.concat([sample, pd.Series([None], dtype=sample.dtype, name=sample.name)], ignore_index=True)
+def _accessor_attr(s, acc, name):
+    return getattr(getattr(s, acc), name)
 
 
 class _Accessor:
@@ -55,10 +46,13 @@ class _Accessor:
         if target is None and not hasattr(self._sample, name):
             raise AttributeError(f"'{type(self._sample).__name__}' object has no attribute {name!r}")
         if isinstance(target, property) or not callable(getattr(self._sample, name)):
-            ne = _with_null(meta_nonempty(self._series.data.meta))
-            meta = getattr(getattr(ne, self._acc), name).iloc[:0]
+            # pandas' dtype for data without nulls (``dt.month`` is int32), as Mars: a chunk
+            # holding NaT gives pandas' float64 and the fetched result is then float64, as
+            # pandas gives for the whole; the metadata says int32 (chunks are not cast, so
+            # values are never invented or lost)
+            meta = getattr(getattr(meta_nonempty(self._series.data.meta), self._acc), name).iloc[:0]
             meta.index = self._series.data.meta.index
-            return map_rows(_accessor_attr, self._series, self._acc, name, meta, meta=meta, name=f"{self._acc}-{name}")
+            return map_rows(_accessor_attr, self._series, self._acc, name, meta=meta, name=f"{self._acc}-{name}")
         series = self._series
         acc = self._acc
 

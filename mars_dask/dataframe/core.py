@@ -60,16 +60,33 @@ def empty_like_meta(obj):
     return make_meta(obj)
 
 
-def infer_meta(func, *args, **kwargs):
+def infer_meta(func, *args, _empty_fallback=True, **kwargs):
     """Metadata of ``func(*args, **kwargs)``: run it on non-empty stand-ins of the pandas
-    metas among ``args`` and keep an empty result of the same structure."""
+    metas among ``args`` and keep an empty result of the same structure.
+
+    Meta inference never invents an error: when ``func`` fails on the stand-ins but not on
+    the empty metas themselves, the empty result is the metadata (pandas raises at
+    execution if the real data is bad, with its own exception).  ``_empty_fallback=False``
+    for user functions, whose result on an empty object says nothing about their output."""
 
     def stand_in(a):
         if isinstance(a, (pd.DataFrame, pd.Series, pd.Index)):
             return meta_nonempty(a)
         return a
 
-    res = func(*[stand_in(a) for a in args], **{k: stand_in(v) for k, v in kwargs.items()})
+    try:
+        res = func(*[stand_in(a) for a in args], **{k: stand_in(v) for k, v in kwargs.items()})
+    except Exception as sample_error:  # noqa: BLE001 - any pandas error
+        if not _empty_fallback:
+            raise
+        # The stand-in's made-up values may fail where the real data would not (a string
+        # column of "foo" cast to int): an error pandas would also raise on an empty object
+        # is the arguments' fault and raised now; otherwise the structure comes from the
+        # empty metas and the real error, if any, from pandas at execution.
+        try:
+            res = func(*args, **kwargs)
+        except Exception:  # noqa: BLE001
+            raise sample_error from None
     if isinstance(res, (pd.DataFrame, pd.Series, pd.Index)):
         return res.iloc[:0] if not isinstance(res, pd.Index) else res[:0]
     return make_meta(res)
@@ -246,9 +263,25 @@ class _PandasTileable(Tileable):
         return self._data.index_key
 
     def __len__(self):
+        """The number of rows.  When it is unknown (after a filter, ``dropna``...) the
+        minimal graph is run as Mars does: the object is tiled through the session, which
+        executes only the chunks whose lengths are unknown (their results are kept, so a
+        later ``execute()`` does not redo them) and records the lengths on the data."""
         n = self.shape[0]
         if isinstance(n, float) and math.isnan(n):
-            raise ValueError("len() of a DataFrame whose length is unknown until it is executed")
+            from ..session import get_session
+            from ..tiling.core import ensure_known
+
+            data = self._data
+            session = get_session()
+            if not data.is_tiled:
+                session.tile([data])
+            if any(isinstance(x, float) and math.isnan(x) for x in data.nsplits[0]):
+                need = [c for c in data.chunks if isinstance(c.shape[0], float) and math.isnan(c.shape[0])]
+                session.run_for_meta(need)
+                for _ in ensure_known(data):  # refreshes nsplits and shape from the chunks
+                    pass
+            n = data.shape[0]
         return int(n)
 
     def __bool__(self):
@@ -274,11 +307,6 @@ class _PandasTileable(Tileable):
     def to_pandas(self):
         return self.execute().fetch()
 
-    def map_chunk(self, func, args=(), kwargs=None, meta=None, preserves_index=False):
-        """Apply ``func(chunk, *args, **kwargs)`` to every row chunk (Mars's ``map_chunk``)."""
-        from .map import map_chunk
-
-        return map_chunk(func, self, *args, kwargs=kwargs, meta=meta, preserves_index=preserves_index)
 
 
 class DataFrame(_PandasTileable):

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..tiling.tileable import Tileable
 from .core import DataFrame, Series
-from .map import aligned, boolean_filter, is_pandas_tileable, map_rows
+from .map import aligned, boolean_filter, is_pandas_tileable, is_scalar_tileable, map_rows
 
 __all__: list[str] = []
 
@@ -23,13 +23,34 @@ def _check_columns(df: DataFrame, labels) -> None:
 
 
 def getitem(obj, item):
-    """``obj[item]`` for DataFrames (columns or a boolean mask) and Series (a boolean mask)."""
+    """``obj[item]`` for DataFrames (columns, a boolean mask: a Series tileable matched by
+    label, or a local boolean list/array by position) and Series (see
+    :func:`.selection.series_getitem`)."""
     if is_pandas_tileable(item):
         if not (isinstance(item, Series) and pd.api.types.is_bool_dtype(item.dtype)):
             raise TypeError(f"indexing with a {type(item).__name__} needs a boolean Series mask")
         if not aligned(obj, item):
-            raise ValueError("the boolean mask has a different index than the object it filters")
+            from .methods import _with_labels_like
+
+            recut = _with_labels_like(obj, item)
+            if recut is None:
+                raise ValueError("the boolean mask has a different index than the object it filters")
+            item = recut
         return boolean_filter(obj, item)
+    if isinstance(obj, DataFrame) and isinstance(item, (np.ndarray, pd.api.extensions.ExtensionArray)) or (
+        isinstance(obj, DataFrame) and isinstance(item, list) and item and all(isinstance(x, (bool, np.bool_)) for x in item)
+    ):
+        arr = np.asarray(item)
+        if arr.ndim != 1:
+            raise ValueError(f"Cannot index with a {arr.ndim}-d array")
+        if arr.dtype == bool:
+            from . import selection
+
+            n = obj.shape[0]
+            if n == n and len(arr) != n:
+                raise ValueError(f"Item wrong length {len(arr)} instead of {int(n)}.")
+            return selection.iloc_select(obj, arr)
+        item = list(arr)
     if isinstance(obj, DataFrame):
         if isinstance(item, (list, pd.Index, tuple)) and not (isinstance(item, tuple) and item in obj.columns):
             labels = list(item)
@@ -64,8 +85,8 @@ def setitem(df: DataFrame, key, value) -> None:
     """``df[key] = value``: the handle now points at a new tileable (Mars semantics), with
     a scalar, an aligned Series/DataFrame, a Series with other labels or partitioning
     (re-cut when the labels are equal, otherwise passed whole to every chunk, which pandas
-    reindexes to the chunk's labels), or a list/array/tensor of the frame's length
-    (positional)."""
+    reindexes to the chunk's labels), a 0-d tileable (its value in every row), or a
+    list/array/tensor of the frame's length (positional)."""
     from ..tensor.core import Tensor
     from .arithmetic import _recut_like, known_labels, positional_like
 
@@ -73,7 +94,9 @@ def setitem(df: DataFrame, key, value) -> None:
         keys = list(key)
     else:
         keys = [key]
-    if isinstance(value, Tensor):
+    if is_scalar_tileable(value):  # ``df["c"] = df["a"].mean()``: broadcast, as a scalar
+        pass
+    elif isinstance(value, Tensor):
         value = positional_like(df, value)
     elif isinstance(value, Tileable) and not is_pandas_tileable(value):
         raise TypeError(f"cannot assign a {type(value).__name__}")

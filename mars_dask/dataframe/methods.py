@@ -26,7 +26,7 @@ from .arithmetic import _concat_or_meta, align, known_labels, positional_like
 from .core import (
     DataFrame, DataFrameOperand, Series, frame_nsplits, infer_meta, nan, register_method,
 )
-from .map import aligned, infer_meta_of, is_pandas_tileable, map_rows
+from .map import aligned, infer_meta_of, is_pandas_tileable, is_scalar_tileable, map_rows
 
 __all__: list[str] = []
 
@@ -61,6 +61,15 @@ def _safe_meta(func, *args, fallback, **kwargs):
         return infer_meta(func, *args, **kwargs)
     except Exception:  # noqa: BLE001 - the user function may raise anything on sample data
         return fallback
+
+
+def _inplace(self, out, inplace):
+    """pandas' ``inplace=True`` as Mars does it: the handle now points at the result's
+    data (other handles of the old data are unchanged) and the call returns None."""
+    if inplace:
+        self.data = out.data
+        return None
+    return out
 
 
 # ---- one whole chunk, and broadcasting it ----------------------------------------------------
@@ -265,7 +274,7 @@ def ffill(self, *, axis=None, inplace=False, limit=None, limit_area=None):
         raise NotImplementedError("ffill along the columns is not supported")
     if limit_area is not None:
         raise NotImplementedError("limit_area= is not supported")
-    return _directional(self, "ffill", limit)
+    return _inplace(self, _directional(self, "ffill", limit), inplace)
 
 
 @register_method(DataFrame, Series)
@@ -274,15 +283,18 @@ def bfill(self, *, axis=None, inplace=False, limit=None, limit_area=None):
         raise NotImplementedError("bfill along the columns is not supported")
     if limit_area is not None:
         raise NotImplementedError("limit_area= is not supported")
-    return _directional(self, "bfill", limit)
+    return _inplace(self, _directional(self, "bfill", limit), inplace)
 
 
 @register_method(DataFrame, Series)
-def fillna(self, value=None, *, method=None, axis=None, inplace=False, limit=None):
-    """pandas' ``fillna``: a scalar, dict or local Series ``value`` (a Series value for a
-    Series is matched by label), or Mars's ``method='ffill'|'bfill'`` across chunks."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported (tileables are immutable)")
+def fillna(self, value=None, method=None, axis=None, inplace=False, limit=None):
+    """pandas' ``fillna``: a scalar, dict or Series ``value`` (local or a tileable; a Series
+    value is matched by label), a 0-d tileable (``s.mean()``), or Mars's
+    ``method='ffill'|'bfill'`` across chunks."""
+    return _inplace(self, _fillna(self, value, method, axis, limit), inplace)
+
+
+def _fillna(self, value, method, axis, limit):
     if method is not None:
         if value is not None:
             raise ValueError("Cannot specify both 'value' and 'method'.")
@@ -300,6 +312,8 @@ def fillna(self, value=None, *, method=None, axis=None, inplace=False, limit=Non
         if v is not None:
             return map_rows(_call_with, self, v, "fillna", (), kw, name="fillna")
         return broadcast_map(_call_with, self, value, "fillna", (), kw)
+    if is_scalar_tileable(value):
+        return map_rows(_call_with, self, value, "fillna", (), kw, name="fillna")
     return _simple(self, "fillna", value, **kw)
 
 
@@ -307,8 +321,6 @@ def fillna(self, value=None, *, method=None, axis=None, inplace=False, limit=Non
 def dropna(self, *, axis=0, how=_no_default, thresh=_no_default, subset=None, inplace=False, ignore_index=False):
     if axis not in (0, "index", "rows"):
         raise NotImplementedError("dropna along the columns is not supported")
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
     kw = {}
     if how is not _no_default:
         kw["how"] = how
@@ -324,14 +336,14 @@ def dropna(self, *, axis=0, how=_no_default, thresh=_no_default, subset=None, in
     out = _simple(self, "dropna", rows="unknown", preserves_index=False, **kw)
     if ignore_index:
         out = reset_index(out, drop=True)
-    return out
+    return _inplace(self, out, inplace)
 
 
 # ---- where / mask / clip / abs / round --------------------------------------------------------
 
 
-def _where_kernel(obj, cond, other, name, meta=None):
-    out = getattr(obj, name)(cond, other)
+def _where_kernel(obj, cond, other, name, meta=None, axis=None):
+    out = getattr(obj, name)(cond, other, axis=axis)
     if meta is not None:
         from .arithmetic import _conform
 
@@ -339,15 +351,37 @@ def _where_kernel(obj, cond, other, name, meta=None):
     return out
 
 
-def _replaced_everywhere(obj, cond, other, name):
+def _replaced_everywhere(obj, cond, other, name, axis=None):
     """The structure of ``where``/``mask`` when some values are replaced (dtypes upcast)."""
     full = (name == "mask")
+    along = 0 if axis is None else axis
+    if isinstance(other, (pd.DataFrame, pd.Series)) and len(other) and (
+            isinstance(obj, pd.Series) or along == 0 or isinstance(other, pd.DataFrame)):
+        # a stand-in (or local value) with other labels would align to NaN and upcast where
+        # the real, aligned value does not: give it the object's labels
+        other = other.iloc[np.arange(len(obj)) % len(other)].set_axis(obj.index, axis=0)
+        # pandas keeps an int column int when the float values put in are all integral:
+        # assume they are not (a stand-in's 1.0 would say int64)
+        if isinstance(other, pd.Series):
+            other = other + 0.5 if other.dtype.kind == "f" else other
+        else:
+            other = other.assign(**{c: other[c] + 0.5 for c in other.columns if other[c].dtype.kind == "f"}) \
+                if all(isinstance(c, str) for c in other.columns) else other
     if isinstance(cond, (pd.DataFrame, pd.Series)):
         cond = (cond.astype(bool) & False) | full
-    return getattr(obj, name)(cond, other)
+        if len(cond) == len(obj):
+            cond = cond.set_axis(obj.index, axis=0)
+    return getattr(obj, name)(cond, other, axis=axis)
 
 
-def _where(self, name, cond, other):
+def _where(self, name, cond, other, axis=None, level=None):
+    """``where``/``mask`` chunk by chunk: a tileable ``cond``/``other`` is brought to the
+    object's partitioning (labels must be equal), a 0-d tileable ``other`` is a scalar,
+    ``axis=0`` aligns a Series ``other`` with the rows of a DataFrame."""
+    if level is not None:
+        raise NotImplementedError("where/mask with level= is not supported")
+    if axis is not None:
+        axis = self.data.meta._get_axis_number(axis)
     if callable(cond) and not isinstance(cond, Tileable):
         cond = cond(self)
     if callable(other) and not isinstance(other, Tileable):
@@ -361,6 +395,10 @@ def _where(self, name, cond, other):
                     f"{name}() with a condition/other whose index differs from the object's is not supported"
                 )
             v = w
+        elif is_scalar_tileable(v):
+            pass
+        elif isinstance(v, Tileable):  # a tensor: positional, like an array
+            v = positional_like(self, v)
         elif isinstance(v, (np.ndarray, list)) and np.ndim(v) >= 1:
             v = np.asarray(v)
             if isinstance(self, Series) or v.ndim == 2:
@@ -369,10 +407,10 @@ def _where(self, name, cond, other):
     if other is _no_default:
         args[1] = np.nan
     try:
-        meta = infer_meta_of(_replaced_everywhere, self, args[0], args[1], name)
+        meta = infer_meta_of(_replaced_everywhere, self, args[0], args[1], name, axis)
     except Exception:  # noqa: BLE001 - no upcast structure from sample data: chunks keep their own
         meta = None
-    return map_rows(_where_kernel, self, args[0], args[1], name, meta, name=name)
+    return map_rows(_where_kernel, self, args[0], args[1], name, meta, axis, name=name)
 
 
 def _positional_frame(self, arr):
@@ -382,26 +420,39 @@ def _positional_frame(self, arr):
 
 
 @register_method(DataFrame, Series)
-def where(self, cond, other=np.nan, *, inplace=False, axis=None, level=None):
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
-    return _where(self, "where", cond, other)
+def where(self, cond, other=np.nan, inplace=False, axis=None, level=None, errors="raise", try_cast=False):
+    """pandas' ``where`` (Mars's signature; ``errors``/``try_cast`` are accepted and, as in
+    pandas, have no effect)."""
+    return _inplace(self, _where(self, "where", cond, other, axis, level), inplace)
 
 
 @register_method(DataFrame, Series)
-def mask(self, cond, other=_no_default, *, inplace=False, axis=None, level=None):
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
-    return _where(self, "mask", cond, other)
+def mask(self, cond, other=_no_default, inplace=False, axis=None, level=None, errors="raise", try_cast=False):
+    """pandas' ``mask`` (Mars's signature; ``errors``/``try_cast`` have no effect)."""
+    return _inplace(self, _where(self, "mask", cond, other, axis, level), inplace)
+
+
+def _clip_kernel(obj, lower, upper, kwargs):
+    return obj.clip(lower, upper, **kwargs)
 
 
 @register_method(DataFrame, Series)
 def clip(self, lower=None, upper=None, *, axis=None, inplace=False, **kwargs):
+    """pandas' ``clip``; bounds may be scalars, 0-d tileables, or array-likes/Series
+    (tileables are aligned with the object, as pandas aligns them)."""
+    kw = {} if axis is None else {"axis": axis}
+    kw.update(kwargs)
+    bounds = []
     for v in (lower, upper):
         if is_pandas_tileable(v):
-            raise NotImplementedError("clip with tileable bounds is not supported")
-    kw = {} if axis is None else {"axis": axis}
-    return _simple(self, "clip", lower, upper, **kw, **kwargs)
+            w = _with_labels_like(self, v)
+            if w is None:
+                raise NotImplementedError("clip with tileable bounds whose index differs from the object's is not supported")
+            v = w
+        elif isinstance(v, Tileable) and not is_scalar_tileable(v):
+            v = positional_like(self, v)
+        bounds.append(v)
+    return _inplace(self, map_rows(_clip_kernel, self, bounds[0], bounds[1], kw, name="clip"), inplace)
 
 
 @register_method(DataFrame, Series)
@@ -498,10 +549,16 @@ def _transform_kernel(obj, func, args, kwargs):
 
 
 @register_method(DataFrame, Series)
-def replace(self, to_replace=None, value=_no_default, *, regex=False, **kwargs):
+def replace(self, to_replace=None, value=_no_default, inplace=False, limit=None, regex=False, method=_no_default):
+    """pandas' ``replace`` chunk by chunk (Mars's signature; ``limit``/``method`` were
+    removed from pandas and are refused unless left at their defaults)."""
+    if limit is not None or method is not _no_default:
+        raise TypeError("replace() got an unexpected keyword argument 'limit'/'method' (removed from pandas)")
     if value is _no_default:
-        return _simple(self, "replace", to_replace, regex=regex)
-    return _simple(self, "replace", to_replace, value, regex=regex)
+        out = _simple(self, "replace", to_replace, regex=regex)
+    else:
+        out = _simple(self, "replace", to_replace, value, regex=regex)
+    return _inplace(self, out, inplace)
 
 
 # ---- rename / drop ----------------------------------------------------------------------------
@@ -510,8 +567,10 @@ def replace(self, to_replace=None, value=_no_default, *, regex=False, **kwargs):
 @register_method(DataFrame, Series)
 def rename(self, mapper=None, *, index=None, columns=None, axis=None, copy=None, inplace=False, level=None, errors="ignore"):
     """pandas' ``rename``: column mappers keep the rows; index mappers relabel every chunk."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
+    return _inplace(self, _rename(self, mapper, index, columns, axis, level, errors), inplace)
+
+
+def _rename(self, mapper, index, columns, axis, level, errors):
     if isinstance(self, Series):
         target = index if index is not None else mapper
         if target is None:
@@ -543,31 +602,41 @@ def _drop_kernel(obj, labels, kwargs):
     return obj.drop(labels, **kwargs)
 
 
+def _label_list(labels):
+    """Local labels, or the chunk results (Series, Index or arrays) of a tileable of labels."""
+    if isinstance(labels, list) and labels and all(isinstance(p, (pd.Series, pd.Index, np.ndarray)) for p in labels):
+        return [x for p in labels for x in p.tolist()]
+    return labels
+
+
 def _found_labels(obj, labels):
-    return pd.Index(labels)[pd.Index(labels).isin(obj.index)]
+    labels = pd.Index(_label_list(labels))
+    return labels[labels.isin(obj.index)]
 
 
 def _check_found(founds, labels):
     found = set()
     for f in founds:
         found.update(f)
-    missing = [x for x in labels if x not in found]
+    missing = [x for x in _label_list(labels) if x not in found]
     if missing:
         raise KeyError(f"{missing} not found in axis")
     return None
 
 
 def _drop_rows_checked(obj, check, labels):
-    return obj.drop(labels, errors="ignore")
+    return obj.drop(_label_list(labels), errors="ignore")
 
 
 class DropRows(DataFrameOperand):
+    """Drop row labels: a list, or the one chunk of a second input (a tileable of labels)."""
+
     _op_name = "drop-rows"
 
     def tile(self):
-        (t,) = self.inputs
+        t = self.inputs[0]
         out = self.output
-        labels = self.labels
+        labels = self.labels if len(self.inputs) == 1 else list(self.inputs[1].chunks)
         check = None
         if self.errors == "raise":
             founds = [self.new_chunk(i, nan, _found_labels, (c, labels), suffix="-found", meta=pd.Series([], dtype=object)) for i, c in enumerate(t.chunks)]
@@ -579,9 +648,9 @@ class DropRows(DataFrameOperand):
 @register_method(DataFrame, Series)
 def drop(self, labels=None, *, axis=0, index=None, columns=None, level=None, inplace=False, errors="raise"):
     """pandas' ``drop`` of columns (checked at build time) or row labels (checked across
-    all chunks when ``errors='raise'``: the missing labels raise KeyError at execution)."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
+    all chunks when ``errors='raise'``: the missing labels raise KeyError at execution).
+    Row labels may be a tileable (Series, Index or tensor): its values are gathered into one
+    chunk, an input of every chunk's drop."""
     if level is not None:
         raise NotImplementedError("level= is not supported")
     if labels is not None:
@@ -595,12 +664,19 @@ def drop(self, labels=None, *, axis=0, index=None, columns=None, level=None, inp
             index = labels
     out = self
     if columns is not None:
+        if isinstance(columns, Tileable):
+            raise TypeError("drop(columns=) needs local labels (the columns of the result must be known)")
         out = map_rows(_drop_kernel, out, columns, {"axis": 1, "errors": errors}, name="drop")
     if index is not None:
-        labs = list(index) if is_list_like(index) else [index]
-        op = DropRows([out.data], labels=labs, errors=errors)
+        if isinstance(index, Tileable):  # its chunks are inputs of every chunk's drop
+            if index.ndim != 1:
+                raise ValueError(f"labels must be 1-dimensional, got {index.ndim} dimensions")
+            op = DropRows([out.data, index.data], labels=None, errors=errors)
+        else:
+            labs = list(index) if is_list_like(index) else [index]
+            op = DropRows([out.data], labels=labs, errors=errors)
         out = op.new_output(out.data.meta, nan)
-    return out
+    return _inplace(self, out, inplace)
 
 
 # ---- index manipulation -------------------------------------------------------------------------
@@ -633,8 +709,8 @@ class ResetIndex(DataFrameOperand):
 def reset_index(self, level=None, *, drop=False, name=_no_default, inplace=False, allow_duplicates=False, names=None):
     """pandas' ``reset_index``: the new default RangeIndex is global across the chunks
     (unknown row lengths are resolved first)."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
+    if inplace and isinstance(self, Series) and not drop:
+        raise TypeError("Cannot reset_index inplace on a Series to create a DataFrame")
     kw = {"level": level, "drop": drop, "allow_duplicates": allow_duplicates}
     if isinstance(self, Series):
         if name is not _no_default:
@@ -646,14 +722,16 @@ def reset_index(self, level=None, *, drop=False, name=_no_default, inplace=False
     new_range = level is None or (isinstance(self.data.meta.index, pd.MultiIndex) is False) or \
         (len(level if is_list_like(level) else [level]) >= self.data.meta.index.nlevels)
     op = ResetIndex([self.data], kwargs=kw, new_range=new_range)
-    return op.new_output(meta, self.shape[0], range_index=new_range)
+    return _inplace(self, op.new_output(meta, self.shape[0], range_index=new_range), inplace)
 
 
 @register_method(DataFrame)
 def set_index(self, keys, *, drop=True, append=False, inplace=False, verify_integrity=False):
     """pandas' ``set_index`` with column label(s) or an aligned Series; rows keep their order."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
+    return _inplace(self, _set_index(self, keys, drop, append, verify_integrity), inplace)
+
+
+def _set_index(self, keys, drop, append, verify_integrity):
     if verify_integrity:
         raise NotImplementedError("verify_integrity=True is not supported")
     if is_pandas_tileable(keys):
@@ -711,38 +789,52 @@ def _eval_kernel(df, expr, resolved, kwargs):
 def query(self, expr, *, inplace=False, local_dict=None, global_dict=None, level=0, **kwargs):
     """pandas' ``query`` chunk by chunk; ``@variables`` are resolved now, in the caller's
     scope, and travel with the expression."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
     resolved = _resolve_locals(expr, level + 1, local_dict, global_dict)
     meta = infer_meta(_query_kernel, self.data.meta, expr, resolved, kwargs)
-    return map_rows(_query_kernel, self, expr, resolved, kwargs, meta=meta, rows="unknown", preserves_index=False, name="query")
+    out = map_rows(_query_kernel, self, expr, resolved, kwargs, meta=meta, rows="unknown", preserves_index=False, name="query")
+    return _inplace(self, out, inplace)
 
 
 @register_method(DataFrame)
 def eval(self, expr, *, inplace=False, local_dict=None, global_dict=None, level=0, **kwargs):  # noqa: A001 - pandas' name
-    """pandas' ``DataFrame.eval`` chunk by chunk (``@variables`` resolved now)."""
-    if inplace:
-        raise NotImplementedError("inplace=True is not supported")
+    """pandas' ``DataFrame.eval`` chunk by chunk (``@variables`` resolved now); with
+    ``inplace=True`` an assignment expression replaces the frame's data (returns None)."""
     resolved = _resolve_locals(expr, level + 1, local_dict, global_dict)
     meta = infer_meta(_eval_kernel, self.data.meta, expr, resolved, kwargs)
     if not isinstance(meta, (pd.DataFrame, pd.Series)):
         raise NotImplementedError("eval expressions giving a scalar are not supported")
-    return map_rows(_eval_kernel, self, expr, resolved, kwargs, meta=meta, name="eval")
+    out = map_rows(_eval_kernel, self, expr, resolved, kwargs, meta=meta, name="eval")
+    if inplace:
+        if not isinstance(meta, pd.DataFrame):
+            raise ValueError("Cannot operate inplace if there is no assignment")
+        return _inplace(self, out, inplace)
+    return out
 
 
 # ---- isin / between --------------------------------------------------------------------------------
 
 
-def _isin_whole(obj, whole):
-    return obj.isin(whole.unique() if isinstance(whole, pd.Series) else whole)
+def _is_index(t):
+    from .core import Index
+
+    return isinstance(t, Index)
+
+
+def _isin_parts(obj, parts):
+    return obj.isin(_label_list(parts))
 
 
 @register_method(DataFrame, Series)
 def isin(self, values):
-    if is_pandas_tileable(values):
-        if isinstance(self, DataFrame):
-            raise NotImplementedError("DataFrame.isin with a tileable is not supported")
-        return broadcast_map(_isin_whole, self, values)
+    """pandas' ``isin``; ``values`` may be a tileable (a Series, Index or tensor, gathered
+    into one chunk and passed to every chunk; a DataFrame's ``isin`` with a Series or
+    DataFrame matches labels, as in pandas)."""
+    if isinstance(values, Tileable):
+        if isinstance(self, DataFrame) and is_pandas_tileable(values) and not _is_index(values):
+            return broadcast_map(_call_with, self, values, "isin", (), {})
+        from .map import AllChunks
+
+        return map_rows(_isin_parts, self, AllChunks(values), name="isin")
     if isinstance(values, str) or not (is_list_like(values) or isinstance(values, dict)):
         raise TypeError(
             "only list-like objects are allowed to be passed to isin(), "

@@ -14,6 +14,9 @@
   rows of every chunk and pandas orders them (``.loc[labels]`` on the gathered rows), so
   missing labels raise pandas' KeyError.
 - ``df[slice]``/``Series[int slice]`` are positional (pandas 3), other slices by label.
+- ``obj.iloc[...] = value`` / ``obj.loc[...] = value``: the selection above, applied to a
+  Series of global row numbers, says which rows are set (in selection order); that small
+  Series is gathered and every chunk sets its own rows (see :func:`set_rows`).
 """
 
 from __future__ import annotations
@@ -391,6 +394,9 @@ class _ILocIndexer:
     def __getitem__(self, item):
         return iloc_select(self.obj, item)
 
+    def __setitem__(self, item, value):
+        set_rows(self.obj, "iloc", item, value)
+
 
 class _LocIndexer:
     __slots__ = ("obj",)
@@ -400,6 +406,9 @@ class _LocIndexer:
 
     def __getitem__(self, item):
         return loc_select(self.obj, item)
+
+    def __setitem__(self, item, value):
+        set_rows(self.obj, "loc", item, value)
 
 
 @register_method(DataFrame, Series, name="iloc")
@@ -633,3 +642,155 @@ def series_getitem(s, item):
     if isinstance(item, (list, np.ndarray, pd.Index)) and len(item) and np.asarray(item).dtype == bool:
         return iloc_select(s, np.asarray(item))
     return loc_select(s, item)
+
+
+# ---- iloc[...] = value, loc[...] = value --------------------------------------------------------
+
+
+def _row_numbers_kernel(x, start):
+    return pd.Series(np.arange(start, start + len(x), dtype=np.int64), index=x.index)
+
+
+class RowNumbers(DataFrameOperand):
+    """The global position of every row, as a Series with the object's labels and chunks."""
+
+    _op_name = "row-numbers"
+
+    def tile(self):
+        (t,) = self.inputs
+        yield from _ensure_lengths(t)
+        rows = [int(n) for n in t.nsplits[0]]
+        offs = _offsets(rows)
+        chunks = [self.new_chunk(i, n, _row_numbers_kernel, (c, int(offs[i]))) for i, (c, n) in enumerate(zip(t.chunks, rows))]
+        return [(chunks, frame_nsplits(self.output.meta, rows))]
+
+
+def _row_numbers(obj):
+    meta = pd.Series([], dtype=np.int64, index=obj.data.meta.index)
+    op = RowNumbers([obj.data])
+    return op.new_output(meta, obj.shape[0], index_key=obj.data.index_key, range_index=obj.data.range_index)
+
+
+def _set_kernel(x, rownos, selected, value, cols, kind):
+    from .map import as_scalar
+
+    order = selected.to_numpy()
+    if kind == "positional":
+        arr = value if isinstance(value, (np.ndarray, pd.Series, pd.DataFrame)) else np.asarray(value, dtype=object)
+        arr = np.asarray(arr)
+        if arr.ndim == 1 and isinstance(x, pd.DataFrame) and not _is_int(cols) and (
+                len(x.columns) if cols is None else len(cols)) > 1:
+            kind = "as-is"  # one value per column, the same for every selected row
+        elif len(arr) != len(order):
+            raise ValueError("Must have equal len keys and value when setting with an iterable")
+    rn = rownos.to_numpy()
+    pos = np.flatnonzero(np.isin(rn, order))
+    if len(pos) == 0:
+        return x
+    if kind == "scalar":
+        value = as_scalar(value)
+    elif kind == "positional":  # the value of a row is at its place in the selection (the last one)
+        k = pd.Series(np.arange(len(order))).groupby(order).last().reindex(rn[pos]).to_numpy()
+        value = arr[k]
+    elif kind == "labels":  # loc aligns a Series/DataFrame value with the rows (and columns) it sets
+        labels = x.index[pos]
+        if isinstance(value, pd.DataFrame) and isinstance(x, pd.DataFrame):
+            targets = x.columns if cols is None else x.columns[cols]
+            value = value.reindex(index=labels, columns=pd.Index(np.atleast_1d(targets))).to_numpy()
+        else:
+            value = value.reindex(labels).to_numpy()
+    x = x.copy()
+    if isinstance(x, pd.Series):
+        x.iloc[pos] = value
+    else:
+        x.iloc[pos, slice(None) if cols is None else cols] = value
+    return x
+
+
+class SetRows(DataFrameOperand):
+    """Every chunk sets its selected rows: inputs are the object, its row numbers, the
+    selected row numbers (one chunk) and, when the value is a tileable, its one chunk."""
+
+    _op_name = "set-rows"
+
+    def tile(self):
+        t, rownos, selected = self.inputs[:3]
+        value = self.inputs[3].chunks[0] if len(self.inputs) > 3 else self.value
+        sel = selected.chunks[0]
+        chunks = []
+        for i, (c, r) in enumerate(zip(t.chunks, rownos.chunks)):
+            ins = [c, r, sel] + ([value] if len(self.inputs) > 3 else [])
+            chunks.append(self.new_chunk(i, c.shape[0], _set_kernel, (c, r, sel, value, self.cols, self.kind), inputs=ins))
+        return [(chunks, frame_nsplits(self.output.meta, tuple(c.shape[0] for c in chunks)))]
+
+
+def _split_setter(obj, kind, item):
+    """(row indexer, column positions or None) of an iloc/loc setter key."""
+    if isinstance(item, tuple) and isinstance(obj, DataFrame):
+        if len(item) > 2:
+            raise IndexError("Too many indexers")
+        rows, citem = item if len(item) == 2 else (item[0], slice(None))
+        if kind == "iloc":
+            cols = _parse_cols(obj, citem)
+        else:
+            if not (isinstance(citem, slice) and citem == slice(None)) and not is_pandas_tileable(citem):
+                labels = citem if isinstance(citem, (list, np.ndarray, pd.Index, slice)) else [citem]
+                if not isinstance(labels, slice):
+                    new = [c for c in labels if c not in obj.columns]
+                    if new:
+                        raise NotImplementedError(
+                            f"loc[...] = value adding the new column(s) {new} is not supported: "
+                            "assign the column first (df[col] = ...)")
+            cols = _loc_columns(obj, citem)
+        return rows, cols
+    if isinstance(item, tuple) and isinstance(obj, Series) and len(item) == 1:
+        item = item[0]
+    return item, None
+
+
+def set_rows(obj, kind, item, value):
+    """``obj.iloc[item] = value`` / ``obj.loc[item] = value``; the handle then points at the
+    result (Mars semantics).  Rows are chosen exactly as ``obj.iloc[rows]``/``obj.loc[rows]``
+    choose them (pandas' errors for bad positions or missing labels); ``value`` is a scalar
+    (or 0-d tileable), a list/array with one value (row) per selected row in selection
+    order, or a Series/DataFrame (local or a tileable), aligned by label as pandas does.
+    Setting a value of another dtype follows pandas: an incompatible value raises pandas'
+    TypeError.  New rows or columns (pandas' setting with enlargement) are not supported."""
+    from .map import is_scalar_tileable
+
+    rows, cols = _split_setter(obj, kind, item)
+    rownos = _row_numbers(obj)
+    if kind == "iloc":
+        sel_rows = [int(rows)] if _is_int(rows) else rows
+        selected = iloc_select(rownos, sel_rows)
+    else:
+        scalar = not isinstance(rows, (list, np.ndarray, pd.Index, pd.Series, slice, Tileable)) and not (
+            isinstance(rows, tuple) and isinstance(obj.data.meta.index, pd.MultiIndex))
+        selected = loc_select(rownos, [rows] if scalar else rows)
+    if not isinstance(selected, Series):
+        raise TypeError(f"cannot set with the indexer {item!r}")
+    from .methods import gather
+
+    selected = gather(selected)
+    inputs = [obj.data, rownos.data, selected.data]
+    if is_scalar_tileable(value):
+        kind_v, const = "scalar", None
+        inputs.append(value.data)
+    elif is_pandas_tileable(value):  # iloc takes a Series' values by position, loc by label
+        kind_v, const = ("labels" if kind == "loc" else "positional"), None
+        inputs.append(gather(value).data)
+    elif isinstance(value, Tileable):  # a tensor: positional values
+        from .datasource import from_tensor
+
+        kind_v, const = "positional", None
+        inputs.append(gather(from_tensor(value, "series" if value.ndim == 1 else "frame")).data)
+    elif isinstance(value, (pd.Series, pd.DataFrame)):
+        kind_v, const = ("labels" if kind == "loc" else "positional"), value
+    elif isinstance(value, (list, tuple, np.ndarray, pd.api.extensions.ExtensionArray, range)):
+        kind_v, const = "positional", list(value) if isinstance(value, (tuple, range)) else value
+    else:
+        kind_v, const = "scalar", value
+    op = SetRows(inputs, value=const, cols=cols, kind=kind_v)
+    data = obj.data
+    out = op.new_output(data.meta, data.shape[0], index_key=data.index_key, range_index=data.range_index)
+    obj.data = out.data

@@ -45,12 +45,31 @@ def test_dt_accessor(client, data):
     _, d = data
     m = md.Series(d, chunk_size=5)
     for prop in ("year", "month", "day", "hour", "dayofweek", "date", "minute"):
-        assert_pandas(getattr(m.dt, prop), getattr(d.dt, prop))
+        # NaT present: pandas' float64 values (metadata: pandas' dtype without NaT, see below)
+        pd.testing.assert_series_equal(getattr(m.dt, prop).execute().fetch(), getattr(d.dt, prop))
     assert_pandas(m.dt.normalize(), d.dt.normalize())
     assert_pandas(m.dt.strftime("%Y/%m/%d"), d.dt.strftime("%Y/%m/%d"))
     for meth in ("floor", "ceil", "round"):
         assert_pandas(getattr(m.dt, meth)("h"), getattr(d.dt, meth)("h"))
     assert_pandas(m.dt.tz_localize("UTC").dt.tz_convert("Asia/Tokyo"), d.dt.tz_localize("UTC").dt.tz_convert("Asia/Tokyo"))
-    assert_pandas((m - pd.Timestamp("2020-01-01")).dt.days, (d - pd.Timestamp("2020-01-01")).dt.days)
+    pd.testing.assert_series_equal((m - pd.Timestamp("2020-01-01")).dt.days.execute().fetch(),
+                                   (d - pd.Timestamp("2020-01-01")).dt.days)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 100])
+def test_dt_fields_keep_pandas_int_dtype(client, chunk):
+    """pandas gives int32 for ``dt.month``... on data without NaT (issue 18: an ETL's month
+    column came out float64); with a NaT pandas gives float64, and so does the fetched
+    result (the metadata says int32, as in Mars: whether a NaT occurs is only known at
+    execution)."""
+    d = pd.Series(pd.date_range("2021-01-30", periods=7, freq="13D", tz="Europe/Paris"), name="d")
+    m = md.Series(d, chunk_size=chunk)
+    for prop in ("year", "month", "day", "hour", "day_of_week", "quarter", "is_month_start"):
+        assert_pandas(getattr(m.dt, prop), getattr(d.dt, prop))
+    f = m[m.dt.day > 10]  # unknown lengths, empty chunks
+    assert_pandas(f.dt.month, d[d.dt.day > 10].dt.month)
+    withnat = pd.Series([pd.Timestamp("2021-05-01"), pd.NaT, pd.Timestamp("2021-07-01")], name="d")
+    got = md.Series(withnat, chunk_size=chunk).dt.month.execute().fetch()
+    pd.testing.assert_series_equal(got, withnat.dt.month)
     with pytest.raises(AttributeError):
         md.Series(pd.Series(["a"]), chunk_size=1).dt  # noqa: B018

@@ -261,3 +261,116 @@ def test_empty_frame(client):
     assert_pandas(m.reset_index(), e.reset_index())
     assert_pandas(m.query("i > 1"), e.query("i > 1"))
     assert_pandas(m["i"].isin([1]), e["i"].isin([1]))
+
+
+# ---- issue 18: inplace, where/mask axis, tileable arguments, meta inference, map_chunk --------
+
+
+@pytest.mark.parametrize("cs", [1, 5])
+def test_inplace_methods(client, df, cs):
+    """``inplace=True`` replaces the handle's data and returns None (Mars)."""
+    num = df[["i", "f"]]
+    cases = [
+        ("fillna", (0.5,), {}), ("dropna", (), {}), ("replace", (3, 30), {}),
+        ("rename", (), {"columns": {"i": "I"}}), ("drop", (), {"columns": ["f"]}),
+        ("set_index", ("i",), {}), ("reset_index", (), {}), ("where", (num > 0, -1), {}),
+        ("mask", (num > 0, -1), {}), ("clip", (0, 5), {}), ("sort_values", ("f",), {}),
+        ("sort_index", (), {}), ("query", ("i > 4",), {}), ("eval", ("g = i * 2",), {}),
+        ("ffill", (), {}), ("bfill", (), {}),
+    ]
+    for name, args, kw in cases:
+        m = md.DataFrame(num, chunk_size=cs)
+        margs = tuple(md.DataFrame(a, chunk_size=cs) if isinstance(a, pd.DataFrame) else a for a in args)
+        e = getattr(num, name)(*args, **kw)  # pandas 3.1 deprecates inplace=: same result
+        assert getattr(m, name)(*margs, inplace=True, **kw) is None, name
+        assert_pandas(m, e)
+    s = md.Series(df["f"], chunk_size=cs)
+    e = df["f"].copy()
+    assert s.fillna(0, inplace=True) is None
+    e.fillna(0, inplace=True)
+    assert_pandas(s, e)
+    with pytest.raises(TypeError, match="Cannot reset_index inplace on a Series"):
+        s.reset_index(inplace=True)
+
+
+@pytest.mark.parametrize("cs", [1, 4])
+def test_where_mask_axis_with_series_other(client, df, cs):
+    num = df[["i", "f"]]
+    m = md.DataFrame(num, chunk_size=cs)
+    for name in ("where", "mask"):
+        got = getattr(m, name)(m > 3, m["i"], axis=0)
+        assert_pandas(got, getattr(num, name)(num > 3, num["i"], axis=0))
+        got = getattr(m, name)(m > 3, df["i"], axis="index")
+        assert_pandas(got, getattr(num, name)(num > 3, df["i"], axis="index"))
+    f = m[m["i"] > 4]  # unknown lengths
+    fe = num[num["i"] > 4]
+    assert_pandas(f.mask(f > 5, f["f"], axis=0), fe.mask(fe > 5, fe["f"], axis=0))
+
+
+def test_astype_meta_does_not_invent_errors(client):
+    """pandas raises at execution with its own message; meta inference used to fail at build
+    time with "cannot convert float NaN to integer"."""
+    p = pd.DataFrame({"s": pd.Series(["1", "2", "x"], dtype=object), "t": ["4", "5", "6"]})
+    m = md.DataFrame(p, chunk_size=2)
+    got = m.astype({"s": "int64"})  # must not raise here
+    assert got.dtypes["s"] == np.dtype("int64")
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        got.execute()
+    assert_pandas(m.astype({"t": "int64"}), p.astype({"t": "int64"}))
+    with pytest.raises(KeyError):
+        m.astype({"nope": "int64"})
+
+
+@pytest.mark.parametrize("cs", [1, 3])
+def test_tileable_arguments(client, df, cs):
+    """Tileables as arguments are operand inputs (never pickled into the graph)."""
+    m = md.DataFrame(df, chunk_size=cs)
+    labels = [int(x) for x in df.index[[0, 5, 6]]]
+    assert_pandas(m.drop(md.Series(labels, chunk_size=2)), df.drop(labels))
+    assert_pandas(m.drop(index=md.Index(pd.Index(labels), chunk_size=2)), df.drop(index=labels))
+    assert_pandas(m.drop(mt.tensor(labels, chunk_size=2)), df.drop(labels))
+    with pytest.raises(KeyError):
+        m.drop(md.Series([-12345])).execute()
+    s = m["i"]
+    assert_pandas(s.isin(md.Series([1, 3, 5], chunk_size=2)), df["i"].isin([1, 3, 5]))
+    assert_pandas(s.isin(mt.tensor([1, 3, 5], chunk_size=2)), df["i"].isin([1, 3, 5]))
+    num = df[["i", "f"]]
+    mn = md.DataFrame(num, chunk_size=cs)
+    assert_pandas(mn.isin(md.Series(num["i"], chunk_size=4)), num.isin(num["i"]))
+    f = m["f"]
+    assert_pandas(f.fillna(f.sum()), df["f"].fillna(df["f"].sum()))
+    assert_pandas(f.fillna(mt.tensor(2.5)), df["f"].fillna(2.5))
+    assert_pandas(f.fillna(md.Series(df["i"] * 1.0, chunk_size=2)), df["f"].fillna(df["i"] * 1.0))
+    assert_pandas(f.where(f > 0, f.sum()), df["f"].where(df["f"] > 0, df["f"].sum()))
+    assert_pandas(f.where(f > 0, m["i"]), df["f"].where(df["f"] > 0, df["i"]))
+    assert_pandas(f.clip(mt.tensor(-0.5), f.max()), df["f"].clip(-0.5, df["f"].max()))
+
+
+@pytest.mark.parametrize("cs", [1, 4])
+def test_len_of_unknown_length_executes(client, df, cs):
+    """``len()`` runs what it needs (Mars) instead of raising, and records the length."""
+    m = md.DataFrame(df, chunk_size=cs)
+    f = m[m["i"] > 4]
+    assert len(f) == int((df["i"] > 4).sum())
+    assert f.shape[0] == len(f)
+    assert_pandas(f, df[df["i"] > 4])
+    assert len(m["f"].dropna()) == int(df["f"].notna().sum())
+    assert len(m[m["i"] > 100]) == 0
+
+
+def test_map_chunk_mars_signature(client, df):
+    m = md.DataFrame(df, chunk_size=4)
+    got = m.map_chunk(lambda c: c["i"] + 1, output_type="series", dtypes=pd.Series([np.dtype("int64")], name="i"))
+    assert_pandas(got, df["i"] + 1)
+    got = m.map_chunk(lambda c, k: c[["i"]] * k, args=(3,), output_type="dataframe",
+                      dtypes=pd.Series([np.dtype("int64")], index=["i"]))
+    assert_pandas(got, df[["i"]] * 3)
+    got = m.map_chunk(lambda c, add=0: c[["i"]] + add, add=2)
+    assert_pandas(got, df[["i"]] + 2)
+    got = m.map_chunk(lambda c, chunk_index: c[["i"]].assign(ci=chunk_index[0]), with_chunk_index=True)
+    assert_pandas(got, df[["i"]].assign(ci=np.arange(len(df)) // 4))
+    empty = m[m["i"] > 100]  # empty chunks: func is not called (Mars)
+    got = empty.map_chunk(lambda c: c.iloc[[0]], output_type="dataframe", dtypes=df.dtypes)
+    assert_pandas(got, df.iloc[:0])
+    with pytest.raises(TypeError, match="Cannot determine `output_type`"):
+        m.map_chunk(lambda c: c.no_such_attribute)

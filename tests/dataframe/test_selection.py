@@ -249,3 +249,98 @@ def test_bad_input(client, pdf, pdf_labels):
         df["nope"]
     with pytest.raises(KeyError):
         md.DataFrame(pdf_labels, chunk_size=5).loc[[11]].execute()
+
+
+# ---- issue 18: iloc[...] = / loc[...] =, numpy indexers, 0-d values ---------------------------------
+
+
+def _shuffled(n=N):
+    return make_pdf(n, index=pd.Index(np.random.default_rng(5).permutation(n) * 2, name="lab"))
+
+
+def _check_set(pdf, setter, chunk, filtered=False):
+    """``setter(obj, frame_kind)`` applied to a tileable and to pandas gives the same frame."""
+    m = md.DataFrame(pdf, chunk_size=chunk)
+    e = pdf.copy()
+    if filtered:  # unknown lengths, empty chunks
+        m, e = m[m["a"] > 3], e[e["a"] > 3].copy()
+    key = m.key
+    setter(m, md)
+    setter(e, pd)
+    assert m.key != key  # the handle points at new data (Mars)
+    assert_pandas(m, e)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 100])
+def test_iloc_setitem(client, chunk):
+    pdf = _shuffled()
+    cases = [
+        lambda o, lib: o.iloc.__setitem__((slice(2, 9), 1), 0.5),
+        lambda o, lib: o.iloc.__setitem__((slice(None, None, 3), [0]), 99),
+        lambda o, lib: o.iloc.__setitem__(([7, 1, 4], 0), np.array([70, 10, 40])),
+        lambda o, lib: o.iloc.__setitem__((-1, [0, 1]), [5, 5.5]),
+        lambda o, lib: o.iloc.__setitem__((np.arange(N) % 2 == 0, 1), -1.0),
+        lambda o, lib: o.iloc.__setitem__((slice(0, 3), 4), pd.Timestamp("1999-01-01")),
+    ]
+    for setter in cases:
+        _check_set(pdf, setter, chunk)
+    _check_set(pdf, lambda o, lib: o.iloc.__setitem__((slice(1, 4), 1), 0.0), chunk, filtered=True)
+    s = md.Series(pdf["f"], chunk_size=chunk)
+    e = pdf["f"].copy()
+    s.iloc[[0, 5]] = 1.5
+    e.iloc[[0, 5]] = 1.5
+    assert_pandas(s, e)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 100])
+def test_loc_setitem(client, chunk):
+    pdf = _shuffled()
+    lab = [int(x) for x in pdf.index[[3, 11, 20]]]
+    cases = [
+        lambda o, lib: o.loc.__setitem__((lab[0], "f"), -1.0),
+        lambda o, lib: o.loc.__setitem__((lab, ["a", "f"]), 0),
+        lambda o, lib: o.loc.__setitem__((o["a"] > 4, "f"), 0.0),
+        lambda o, lib: o.loc.__setitem__((o["a"] > 4, "f"), o["a"] * 1.5),
+        lambda o, lib: o.loc.__setitem__(o["a"] < 2, 1),
+        lambda o, lib: o.loc.__setitem__((o["f"].isna(), "s"), "was-null"),
+        lambda o, lib: o.loc.__setitem__((np.asarray(pdf["a"] == 3), "a"), 33),
+    ]
+    for setter in cases[:4] + cases[5:]:
+        _check_set(pdf, setter, chunk)
+    _check_set(pdf[["a", "f"]], cases[4], chunk)
+    _check_set(pdf, lambda o, lib: o.loc.__setitem__((o["a"] > 5, "f"), 7.0), chunk, filtered=True)
+    m = md.DataFrame(pdf, chunk_size=chunk)
+    m.loc[[lab[0], -999], "a"] = 1
+    with pytest.raises(KeyError):
+        m.execute()
+    m = md.DataFrame(pdf, chunk_size=chunk)
+    m.iloc[0, 0] = "text"  # pandas 3: incompatible values raise TypeError
+    with pytest.raises(TypeError):
+        m.execute()
+
+
+@pytest.mark.parametrize("chunk", [1, 4])
+def test_getitem_numpy_and_scalar_tileable(client, chunk):
+    pdf = _shuffled()
+    m = md.DataFrame(pdf, chunk_size=chunk)
+    mask = np.asarray(pdf["a"] > 4)
+    assert_pandas(m[mask], pdf[mask])
+    assert_pandas(m[list(mask)], pdf[list(mask)])
+    assert_pandas(m[np.array(["a", "f"])], pdf[np.array(["a", "f"])])
+    assert_pandas(m[m["a"] > 4], pdf[pdf["a"] > 4])
+    with pytest.raises(ValueError):
+        m[mask[:-1]]
+    e = pdf.copy()
+    m["g"] = m["a"].sum()
+    e["g"] = pdf["a"].sum()
+    m["h"] = m["f"].max()
+    e["h"] = pdf["f"].max()
+    m[["a"]] = m[["f"]]
+    e[["a"]] = e[["f"]]
+    assert_pandas(m, e)
+    f = md.DataFrame(pdf, chunk_size=chunk)
+    f = f[f["a"] > 6]
+    fe = pdf[pdf["a"] > 6].copy()
+    f["t"] = f["a"].sum()
+    fe["t"] = fe["a"].sum()
+    assert_pandas(f, fe)

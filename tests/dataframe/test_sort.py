@@ -113,3 +113,28 @@ def test_sort_bad_inputs(df):
         md.DataFrame(df.set_index(["i", "s"]), chunk_size=10).sort_index(level="zz")
     with pytest.raises(TypeError):
         m.sort_values("i", "f")  # ascending is keyword-only as in pandas
+
+
+@pytest.mark.parametrize("cs", [1, 7, 100])
+def test_sort_object_columns(client, cs):
+    """Object (Python str) columns with nulls, alone and mixed with numeric keys, every
+    na_position and per-key ascending (issue 18)."""
+    rng = np.random.default_rng(11)
+    n = 31
+    p = pd.DataFrame({
+        "o": pd.Series(rng.choice(["b", "a", "c", "dd", None], n), dtype=object),
+        "x": rng.integers(0, 3, n),
+        "y": np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n)),
+    }, index=pd.Index(rng.permutation(n)))
+    m = md.DataFrame(p, chunk_size=cs)
+    cases = []
+    for na in ("first", "last"):
+        for asc in (True, False, [True, False], [False, True]):
+            by = ["o", "x"] if isinstance(asc, list) else "o"
+            cases.append((m.sort_values(by, ascending=asc, na_position=na),
+                          p.sort_values(by, ascending=asc, na_position=na, kind="stable")))
+        cases.append((m.sort_values(["x", "o"], ascending=[False, True], na_position=na),
+                      p.sort_values(["x", "o"], ascending=[False, True], na_position=na, kind="stable")))
+    f = m[m["x"] > 0]  # unknown lengths
+    cases.append((f.sort_values(["o", "y"]), p[p["x"] > 0].sort_values(["o", "y"], kind="stable")))
+    assert_pandas_all(cases)

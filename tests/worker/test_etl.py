@@ -13,8 +13,7 @@ filter leaves the first partitions empty and the "customer unknown" filter (keys
 the right of the left join) leaves the early partitions empty too: the stores must hold
 empty frames (numeric blocks of shape (0, k)).
 
-One known difference is allowed for, openly: issue 18's float64 ``dt.month`` (see
-``_issue18_month_dtype``); every other dtype, value, index and row order must be pandas'.
+Every dtype (``dt.month``'s int32 included), value, index and row order must be pandas'.
 """
 
 from __future__ import annotations
@@ -76,26 +75,6 @@ def _etl(read, customers, frame):
     return {"by_region": by_region, "by_month": by_month, "late": late, "unknown": unknown, "top": top}
 
 
-def _issue18_month_dtype(res: pd.DataFrame, exp: pd.DataFrame) -> pd.DataFrame:
-    """The one known difference, issue 18 (open): ``Series.dt.month`` -- every integer
-    ``dt`` field -- gets float64 metadata in mars_dask (``dataframe/accessors._with_null``
-    assumes a NaT in every chunk so that chunks agree), where pandas gives int32 when the
-    column has no NaT, as here. While ``res`` shows exactly that difference, ``exp``'s
-    ``month`` (column or index level) is cast to float64 and everything else, the month
-    values included, is still compared exactly; once issue 18 is fixed ``res`` has int32
-    and nothing is cast. Any other dtype difference fails the comparison."""
-    def bug(got, want):
-        return got == np.float64 and want == np.int32
-
-    if "month" in exp.columns and bug(res["month"].dtype, exp["month"].dtype):
-        exp = exp.astype({"month": np.float64})
-    if isinstance(exp.index, pd.MultiIndex) and "month" in exp.index.names:
-        i = exp.index.names.index("month")
-        if bug(res.index.levels[i].dtype, exp.index.levels[i].dtype):
-            exp = exp.set_axis(exp.index.set_levels(exp.index.levels[i].astype(np.float64), level=i))
-    return exp
-
-
 def _run_etl(cluster, tmp_path, client=None):
     """Run the ETL on ``cluster`` (a CLICluster, whose ``client`` is the default one) or,
     given ``client``, on that client's cluster; check every result against pandas."""
@@ -125,7 +104,7 @@ def _run_etl(cluster, tmp_path, client=None):
 
     for n in names:
         res = got[n].fetch()
-        exp = _issue18_month_dtype(res, expected[n])
+        exp = expected[n]
         # exact, except the floating sums of by_region (summed in another order)
         pd.testing.assert_frame_equal(res, exp, check_dtype=True, check_index_type=True,
                                       check_exact=n != "by_region", rtol=1e-12, obj=n)

@@ -141,6 +141,14 @@ def read_csv(
     chunk_bytes="64MiB",
     sample_rows=1000,
     storage_options=None,
+    gpu=None,
+    head_bytes="100k",
+    head_lines=None,
+    incremental_index=True,
+    use_arrow_dtype=None,
+    memory_scale=None,
+    merge_small_files=True,
+    merge_small_file_options=None,
     **kwargs,
 ):
     """Read CSV files into a DataFrame (pandas' ``read_csv`` arguments, plus Mars/dask's).
@@ -149,9 +157,18 @@ def read_csv(
     are read in sorted order of each glob and concatenated.  ``chunk_bytes``: split
     uncompressed files into parts of about this many bytes (int or ``"64MiB"``).
     ``nrows``: the first ``nrows`` rows of the concatenation.  ``sample_rows``: rows of the
-    first file parsed to learn the columns and dtypes.  Other keyword arguments go to
-    ``pandas.read_csv``.
+    first file parsed to learn the columns and dtypes (Mars's ``head_lines`` sets it;
+    ``head_bytes`` is accepted: the sample is counted in rows).  Mars's
+    ``incremental_index`` is accepted: the default index is always pandas' RangeIndex,
+    increasing across chunks (what ``True`` guarantees); ``use_arrow_dtype``: strings are
+    pandas 3's Arrow-backed ``str`` dtype either way; ``memory_scale`` and
+    ``merge_small_files``/``merge_small_file_options`` are scheduling hints.  Other
+    keyword arguments go to ``pandas.read_csv``.
     """
+    if gpu:
+        raise NotImplementedError("read_csv(gpu=True): GPU (cudf) support of Mars is not part of mars_dask")
+    if head_lines is not None:
+        sample_rows = int(head_lines)
     if isinstance(filepath_or_buffer, (io.IOBase, bytes)):
         raise TypeError("md.read_csv needs paths (a buffer cannot be read by the workers); use md.DataFrame(pd.read_csv(buf))")
     if "delimiter" in kwargs:

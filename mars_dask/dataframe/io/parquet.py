@@ -136,26 +136,42 @@ def _filter_columns(filters) -> list:
 
 def read_parquet(
     path,
+    engine="auto",
     columns=None,
-    filters=None,
-    engine="pyarrow",
+    groups_as_chunks=False,
+    use_arrow_dtype=None,
+    incremental_index=False,
+    storage_options=None,
+    memory_scale=None,
+    merge_small_files=True,
+    merge_small_file_options=None,
     *,
+    filters=None,
     split_row_groups="adaptive",
     chunk_bytes="128MiB",
-    storage_options=None,
     dtype_backend=None,
     to_pandas_kwargs=None,
     **kwargs,
 ):
-    """Read Parquet files into a DataFrame (as ``pandas.read_parquet(engine="pyarrow")``).
+    """Read Parquet files into a DataFrame (as ``pandas.read_parquet(engine="pyarrow")``),
+    with Mars 0.10's signature.
 
     ``path``: a file, a directory (hive partitions allowed), a glob or a list of files.
     ``columns``: the columns to read (the stored index is restored as pandas does).
+    ``groups_as_chunks=True`` (Mars): one chunk per row group (``split_row_groups=True``).
     ``filters``: pyarrow DNF filters (``[("a", ">", 3)]`` or a list of such lists) or a
     ``pyarrow.compute`` expression: they prune files and row groups and filter the rows.
     ``split_row_groups`` / ``chunk_bytes``: how row groups make parts (see module doc).
-    Other keyword arguments go to ``pyarrow.parquet.ParquetDataset``.
+    Mars's other arguments are accepted with their meaning here: ``incremental_index``
+    (Mars: ``True`` guarantees a RangeIndex increasing across chunks; the index is always
+    the one pandas gives, which for a stored default index is exactly that),
+    ``use_arrow_dtype`` (strings are pandas 3's Arrow-backed ``str`` dtype either way),
+    ``memory_scale`` and ``merge_small_files``/``merge_small_file_options`` (scheduling
+    hints: small row groups are merged by ``split_row_groups="adaptive"``).  Other keyword
+    arguments go to ``pyarrow.parquet.ParquetDataset``.
     """
+    if groups_as_chunks:
+        split_row_groups = True
     import pyarrow.parquet as pq
     from fsspec.implementations.local import LocalFileSystem
 
