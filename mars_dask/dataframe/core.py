@@ -240,6 +240,13 @@ def wrap(data: TileableData):
     raise TypeError(type(data))
 
 
+def _keep_object(out: pd.Index, meta: pd.Index, parts: list) -> pd.Index:
+    """``out`` (the parts appended), as an object Index again if ``meta`` says object."""
+    if meta.dtype != object or out.dtype == object or isinstance(meta, pd.MultiIndex):
+        return out
+    return pd.Index(np.concatenate([p.to_numpy(dtype=object) for p in parts]), dtype=object, name=out.name)
+
+
 class _PandasTileable(Tileable):
     """Shared by DataFrame, Series and Index handles."""
 
@@ -295,14 +302,20 @@ class _PandasTileable(Tileable):
 
     @staticmethod
     def _assemble(meta, parts: list):
-        parts = [p for p in parts]
+        """The chunks as one pandas object. ``pd.concat`` and ``Index.append`` re-infer the
+        dtype of an object index (object ints come back int64): an object index stays object,
+        as pandas keeps it."""
+        parts = list(parts)
         if not parts:
             return meta
         if isinstance(meta, pd.Index):
-            return parts[0].append(parts[1:]) if len(parts) > 1 else parts[0]
+            out = parts[0].append(parts[1:]) if len(parts) > 1 else parts[0]
+            return _keep_object(out, meta, parts)
         if len(parts) == 1:
             return parts[0]
-        return pd.concat(parts)
+        out = pd.concat(parts)
+        index = _keep_object(out.index, meta.index, [p.index for p in parts])
+        return out if index is out.index else out.set_axis(index)
 
     def to_pandas(self):
         return self.execute().fetch()

@@ -10,6 +10,7 @@ from dask.utils import parse_bytes
 
 from .. import config
 from ..tiling.core import ensure_known, new_key
+from ..tiling.tileable import Tileable
 from .core import (
     DataFrame, DataFrameOperand, Index, Series, empty_like_meta, frame_nsplits, row_nbytes,
 )
@@ -71,7 +72,7 @@ def from_pandas(obj, chunk_size=None):
     """A DataFrame/Series/Index tileable over a local pandas object."""
     if not isinstance(obj, (pd.DataFrame, pd.Series, pd.Index)):
         raise TypeError(f"from_pandas needs a pandas DataFrame, Series or Index, got {type(obj).__name__}")
-    meta = empty_like_meta(obj)
+    meta = obj[:0] if isinstance(obj, pd.Index) else empty_like_meta(obj)  # keeps a MultiIndex
     rows = row_chunks(len(obj), chunk_size, meta)
     key = new_key("from-pandas", obj, rows)
     index = obj if isinstance(obj, pd.Index) else obj.index
@@ -139,22 +140,194 @@ def from_tensor(t, kind: str, columns=None, dtype=None, name=None):
 # ---- the constructors behind md.DataFrame(...), md.Series(...), md.Index(...) -------------
 
 
-def from_pandas_like(cls, data=None, index=None, columns=None, dtype=None, copy=None, name=None, chunk_size=None, **kwargs):
-    """Build a DataFrame/Series/Index tileable as pandas' constructor would build the object."""
+def from_pandas_like(cls, data=None, *args, **kwargs):
+    """Build a DataFrame/Series/Index tileable as pandas' constructor would build the object
+    (each kind with Mars 0.10's constructor signature)."""
+    if cls is DataFrame:
+        return _frame_like(data, *args, **kwargs)
+    if cls is Series:
+        return _series_like(data, *args, **kwargs)
+    return _index_like(data, *args, **kwargs)
+
+
+def _no_gpu(gpu):
+    if gpu:
+        raise NotImplementedError("GPU DataFrames (gpu=True) are not supported by mars_dask")
+
+
+def _chunk_size_for(n, chunk_size, num_partitions):
+    """Mars's ``num_partitions``: that many row chunks of about equal length."""
+    if num_partitions is None:
+        return chunk_size
+    if not isinstance(num_partitions, numbers.Integral) or num_partitions <= 0:
+        raise ValueError(f"num_partitions must be a positive int, got {num_partitions!r}")
+    return max(1, -(-n // int(num_partitions)))
+
+
+def _is_lazy(x) -> bool:
+    from ..tensor.core import Tensor
+    from .map import is_pandas_tileable
+
+    return isinstance(x, Tensor) or is_pandas_tileable(x)
+
+
+def _is_labelled(data, kind) -> bool:
+    """Would pandas align ``data`` on ``index`` by label (a reindex) rather than take its
+    values positionally?"""
+    if isinstance(data, (pd.Series, pd.DataFrame, Series, DataFrame)):
+        return True
+    if isinstance(data, dict):
+        return kind == "series" or any(isinstance(v, (pd.Series, pd.DataFrame, Series, DataFrame)) for v in data.values())
+    return False
+
+
+def _needs_index_length(data) -> bool:
+    """Data pandas broadcasts to the index's length (None, a scalar, a dict of scalars)."""
+    from pandas.api.types import is_list_like
+
+    if data is None or not is_list_like(data):
+        return True
+    return isinstance(data, dict) and len(data) > 0 and not any(is_list_like(v) for v in data.values())
+
+
+def _ctor_kernel(index, kind, data, kwargs, meta):
+    from .arithmetic import _conform
+
+    ctor = pd.DataFrame if kind == "frame" else pd.Series
+    # an empty chunk would get pandas' dtypes of an empty object (``Series(None)``: object)
+    return _conform(ctor(data, index=index, **kwargs), meta)
+
+
+def _with_lazy_index(kind, data, index, kwargs):
+    """``pd.DataFrame/Series(data, index=index, **kwargs)`` where ``index`` or ``data`` is
+    lazy (a tileable or a tensor): array-like values take the index positionally and its row
+    chunks; labelled data (Series, DataFrame, dicts of them) is reindexed by it, as pandas."""
+    from ..tensor.core import Tensor
+    from .index import as_index, relabel
+    from .map import map_rows
+
+    idx = as_index(index)
+    if _is_labelled(data, kind):
+        # pandas reindexes labelled data by the index: so do we (a join on the labels)
+        if isinstance(data, (DataFrame, Series)):
+            values = data if kwargs.get("dtype") is None else data.astype(kwargs["dtype"])
+        else:
+            values = _frame_like(data, columns=kwargs.get("columns"), dtype=kwargs.get("dtype")) if kind == "frame" \
+                else _series_like(data, dtype=kwargs.get("dtype"), name=kwargs.get("name"))
+        if not hasattr(values, "reindex"):
+            raise NotImplementedError("labelled data with a lazy index= needs reindex, which is not available")
+        out = values.reindex(index=idx)
+        if kind == "series" and isinstance(data, Series) and kwargs.get("name") is not None:
+            out = out.rename(kwargs["name"])
+        return out
+    if isinstance(data, Tensor):
+        values = from_tensor(data, kind, columns=kwargs.get("columns"), dtype=kwargs.get("dtype"), name=kwargs.get("name"))
+        return relabel(values, idx)
+    if isinstance(data, Index):
+        values = _series_of_index(data, kwargs.get("dtype"), kwargs.get("name"))
+        if kind == "frame":
+            values = _frame_like(values, columns=kwargs.get("columns"))
+        return relabel(values, idx)
+    if _needs_index_length(data):
+        from dask.dataframe.utils import meta_nonempty
+
+        ctor = pd.DataFrame if kind == "frame" else pd.Series
+        meta = ctor(data, index=meta_nonempty(idx.data.meta), **kwargs).iloc[:0]  # dtypes of non-empty data
+        return map_rows(_ctor_kernel, idx, kind, data, kwargs, meta, meta=meta, name=f"{kind}-on-index")
+    ctor = pd.DataFrame if kind == "frame" else pd.Series
+    local = ctor(data, **kwargs)
+    n = idx.shape[0]
+    if not (isinstance(n, float) and n != n) and len(local) != n:
+        ctor(data, index=pd.RangeIndex(int(n)), **kwargs)  # pandas' own error
+        raise ValueError(f"Length of values ({len(local)}) does not match length of index ({int(n)})")
+    return relabel(from_pandas(local, chunk_size=max(1, len(local))), idx)
+
+
+def _frame_like(data=None, index=None, columns=None, dtype=None, copy=None, chunk_size=None, gpu=None,
+                sparse=None, num_partitions=None):
     from ..tensor.core import Tensor
 
-    kind = {DataFrame: "frame", Series: "series", Index: "index"}[cls]
+    _no_gpu(gpu)
+    if index is not None and (_is_lazy(index) or _is_lazy(data)):
+        return _with_lazy_index("frame", data, index, {"columns": columns, "dtype": dtype})
     if isinstance(data, Tensor):
-        if index is not None:
-            raise NotImplementedError("index= with tensor data is not supported; set_index afterwards")
-        return from_tensor(data, kind, columns=columns, dtype=dtype, name=name)
-    if kind == "frame":
-        obj = data if isinstance(data, pd.DataFrame) and index is None and columns is None and dtype is None else pd.DataFrame(data, index=index, columns=columns, dtype=dtype, copy=copy)
-    elif kind == "series":
-        obj = data if isinstance(data, pd.Series) and index is None and dtype is None and name is None else pd.Series(data, index=index, dtype=dtype, name=name, copy=copy)
+        return from_tensor(data, "frame", columns=columns, dtype=dtype)
+    if isinstance(data, DataFrame) and index is None and columns is None and dtype is None:
+        return data
+    if isinstance(data, Series) and index is None and columns is None and dtype is None:
+        from .map import map_rows
+
+        return map_rows(_to_frame_kernel, data, name="to-frame")
+    if isinstance(data, pd.DataFrame) and index is None and columns is None and dtype is None:
+        obj = data
     else:
-        obj = data if isinstance(data, pd.Index) and dtype is None and name is None else pd.Index(data, dtype=dtype, name=name)
-    return from_pandas(obj, chunk_size=chunk_size)
+        obj = pd.DataFrame(data, index=index, columns=columns, dtype=dtype, copy=copy)
+    return from_pandas(obj, chunk_size=_chunk_size_for(len(obj), chunk_size, num_partitions))
+
+
+def _to_frame_kernel(s):
+    return s.to_frame()
+
+
+def _series_like(data=None, index=None, dtype=None, name=None, copy=None, chunk_size=None, gpu=None,
+                 sparse=None, num_partitions=None):
+    from ..tensor.core import Tensor
+
+    _no_gpu(gpu)
+    if index is not None and (_is_lazy(index) or _is_lazy(data)):
+        return _with_lazy_index("series", data, index, {"dtype": dtype, "name": name})
+    if isinstance(data, Tensor):
+        return from_tensor(data, "series", dtype=dtype, name=name)
+    if isinstance(data, Index):
+        return _series_of_index(data, dtype, name)
+    if isinstance(data, Series) and index is None and dtype is None and name is None:
+        return data
+    if isinstance(data, pd.Series) and index is None and dtype is None and name is None:
+        obj = data
+    else:
+        obj = pd.Series(data, index=index, dtype=dtype, name=name, copy=copy)
+    return from_pandas(obj, chunk_size=_chunk_size_for(len(obj), chunk_size, num_partitions))
+
+
+def _series_of_index_kernel(index, dtype, name):
+    return pd.Series(index, dtype=dtype, name=name)
+
+
+def _series_of_index(data, dtype, name):
+    """``pd.Series(index)``: the values with a new default RangeIndex (global offsets)."""
+    from .map import map_rows
+
+    meta = pd.Series(data.data.meta, dtype=dtype, name=name)
+    values = map_rows(_series_of_index_kernel, data, dtype, name, meta=meta, preserves_index=False,
+                      name="series-from-index")
+    return values.reset_index(drop=True)
+
+
+def _index_like(data=None, dtype=None, copy=False, name=None, tupleize_cols=True, chunk_size=None, gpu=None,
+                sparse=None, names=None, num_partitions=None, store_data=False):
+    """``md.Index(...)`` (Mars's signature): local labels as ``pd.Index`` makes them, or a
+    tensor / Series tileable's values; ``names`` names the levels (MultiIndex)."""
+    from ..tensor.core import Tensor
+    from .index import as_index
+
+    _no_gpu(gpu)
+    if name is not None and names is not None:
+        raise TypeError("Can only provide one of `names` and `name`")
+    if isinstance(data, (Index, Series, Tensor)):
+        out = as_index(data, dtype=dtype) if not isinstance(data, Tensor) else from_tensor(data, "index", dtype=dtype)
+        if name is not None or names is not None:
+            out = out.set_names(names if names is not None else name)
+        return out
+    if isinstance(data, Tileable):
+        raise TypeError(f"cannot make an Index from a {type(data).__name__}")
+    if isinstance(data, pd.Index):  # as Mars: kept as it is (pd.Index(MultiIndex) would flatten it)
+        obj = data if dtype is None else data.astype(dtype)
+        obj = obj if name is None else obj.rename(name)
+    else:
+        obj = pd.Index(data, dtype=dtype, copy=copy, name=name, tupleize_cols=tupleize_cols)
+    if names is not None:
+        obj = obj.set_names(names)
+    return from_pandas(obj, chunk_size=_chunk_size_for(len(obj), chunk_size, num_partitions))
 
 
 

@@ -615,12 +615,12 @@ def _found_labels(obj, labels):
 
 
 def _check_found(founds, labels):
-    found = set()
-    for f in founds:
-        found.update(f)
-    missing = [x for x in _label_list(labels) if x not in found]
-    if missing:
-        raise KeyError(f"{missing} not found in axis")
+    # pd.Index.isin, not a set: NaN labels find NaN (a set lookup of nan misses another nan)
+    found = pd.Index([x for f in founds for x in f])
+    labels = pd.Index(_label_list(labels))
+    missing = labels[~labels.isin(found)]
+    if len(missing):
+        raise KeyError(f"{list(missing)} not found in axis")
     return None
 
 
@@ -734,6 +734,12 @@ def set_index(self, keys, *, drop=True, append=False, inplace=False, verify_inte
 def _set_index(self, keys, drop, append, verify_integrity):
     if verify_integrity:
         raise NotImplementedError("verify_integrity=True is not supported")
+    from .core import Index
+
+    if isinstance(keys, Index):  # an md Index not built from self: assigned by position, as pandas
+        from .index import set_index_by
+
+        return set_index_by(self, keys, append=append)
     if is_pandas_tileable(keys):
         k = _with_labels_like(self, keys)
         if k is None:

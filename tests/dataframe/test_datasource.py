@@ -92,6 +92,42 @@ def test_from_tensor(client):
         md.DataFrame(t, columns=["a", "b"])  # wrong number of columns
 
 
+def test_constructor_signatures(client):
+    """Mars 0.10's constructor signatures: ``md.Index(data, dtype, copy, name, tupleize_cols,
+    chunk_size, gpu, sparse, names, num_partitions)``; tensors with a local index;
+    ``num_partitions``; tileables as data."""
+    a = np.arange(12.0).reshape(6, 2)
+    lab = pd.Index(list("abcdef"), name="l")
+    mi = pd.MultiIndex.from_tuples([(1, "a"), (2, "b"), (3, "c")], names=["p", "q"])
+    t = md.Index(mi, chunk_size=2)
+    assert t.data.meta.nlevels == 2 and t.data.meta.names == ["p", "q"]  # was a flat meta
+    assert_pandas(t, mi)
+    assert_pandas(md.Index([1, 2], "float64"), pd.Index([1.0, 2.0]))  # 2nd positional: dtype, not index=
+    assert_pandas(md.Index([(1, "a"), (2, "b")], names=["x", "y"]),  # names= was ignored
+                  pd.MultiIndex.from_tuples([(1, "a"), (2, "b")], names=["x", "y"]))
+    assert_pandas(md.Index(pd.Index([1, 2], name="o"), name="n", dtype="float32"),
+                  pd.Index([1, 2], dtype="float32", name="n"))
+    # a tensor with a local index (was NotImplementedError)
+    assert_pandas(md.DataFrame(mt.tensor(a, chunk_size=4), index=lab, columns=["x", "y"]),
+                  pd.DataFrame(a, index=lab, columns=["x", "y"]))
+    assert_pandas(md.Series(mt.tensor(a[:, 0], chunk_size=4), index=list("abcdef"), name="s"),
+                  pd.Series(a[:, 0], index=list("abcdef"), name="s"))
+    with pytest.raises(ValueError, match="Length of values"):
+        md.Series(mt.tensor(a[:, 0]), index=[1, 2])
+    # num_partitions: that many chunks of about equal length
+    assert md.DataFrame(a, num_partitions=3).execute().nsplits[0] == (2, 2, 2)
+    assert md.Series(np.arange(7), num_partitions=2).execute().nsplits == ((4, 3),)
+    # tileables as data
+    ps = pd.Series(a[:, 0], name="v", index=lab)
+    s = md.Series(ps, chunk_size=4)
+    assert md.Series(s).data is s.data
+    assert md.DataFrame(md.DataFrame(a)).shape == (6, 2)
+    assert_pandas(md.DataFrame(s), pd.DataFrame(ps))
+    for ctor in (md.DataFrame, md.Series, md.Index):
+        with pytest.raises(NotImplementedError, match="GPU"):
+            ctor([1], gpu=True)
+
+
 def test_bad_chunk_size():
     df = _frame()
     with pytest.raises(ValueError):
