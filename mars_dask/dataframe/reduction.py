@@ -1,35 +1,43 @@
-"""Reductions of DataFrames and Series (``sum count mean min max std var sem prod any all
-nunique median quantile describe``) and the tree-reduction operand the other row-wise
-aggregations (value_counts, unique, drop_duplicates, nlargest, ...) share.
+"""Reductions of DataFrames and Series (``sum count mean min max std var sem skew kurt prod
+any all nunique median quantile describe``, and the ``level=`` form of each) and the tree-reduction operand the other row-wise aggregations
+(value_counts, unique, drop_duplicates, nlargest, ``statistics.py``...) share.
 
 Tree reduction, as Mars (and ``mars_dask.tensor.reduction``): every row chunk is reduced on
-its own to a small *partial*, groups of ``tensor.combine-size`` partials are *combined*
-level by level, and the last group is *finished* into the result (one chunk).  A
-:class:`Reducer` says what a partial is:
+its own to a small *partial*, groups of ``tensor.combine-size`` (or the call's Mars
+``combine_size``) partials are *combined* level by level, and the last group is *finished*
+into the result (one chunk).  A :class:`Reducer` says what a partial is:
 
 - ``sum prod min max any all count``: a one-row frame holding each column's reduction made
   by pandas itself on the one-column frame (so every column keeps pandas' result dtype,
   extension dtypes included), re-reduced by the same pandas function (``count``: ``sum``);
   ``sum``/``prod`` carry the non-null counts too for ``min_count``;
-- ``mean``: ``(count, sum)``; ``var std sem``: ``(count, mean, M2)`` per column, combined
-  with Chan et al.'s parallel formula (as the tensor reductions);
+- ``mean var std sem skew kurt``: ``(n, sum, M2[, M3, M4])`` per column (central power sums,
+  two-pass within a chunk), merged with Chan et al.'s / Pébay's pairwise formulas;
 - ``nunique``: each column's distinct values;
 - ``median``/``quantile`` (exact) and ``mean`` of datetime columns: the selected columns
   themselves, concatenated by the tree and reduced by pandas in the finish step (one
   column-subset gathered on one worker; exact, memory = those columns).
+- ``level=``: ``groupby(level=...).<name>()`` (what the pandas Mars followed meant; pandas 3
+  removed the argument): per-chunk group partials of the same kinds, keyed by the group
+  labels, re-reduced by key; groups sorted as ``groupby`` sorts them.
 
 Empty chunks (after filters) give no partial; when every chunk is empty, the finish step
 runs pandas on the empty ``meta`` so the result is pandas' own (``NaN`` for ``min``...).
 ``axis=1`` reductions are row-wise and blockwise (``map_rows``).  Series reductions return a
 0-d tensor handle whose ``fetch()`` is pandas' scalar (``numpy.int64``, ``Timestamp``...).
+A tileable argument of the finish step (quantile points given as a tensor) is an input of
+the tree operand, not a constant pickled into the task.
 
-Output metadata comes from running pandas on a non-empty stand-in (or on the empty meta when
-the input is known to be empty), so pandas' TypeErrors (``mean`` of strings, ``min`` of an
-unordered categorical...) are raised at build time.
+Signatures follow Mars 0.10 (``axis=None`` meaning the rows, ``level``, ``numeric_only=None``
+meaning False, ``combine_size``, ``method``); results follow pandas.  Output metadata comes
+from running pandas on a non-empty stand-in (or on the empty meta when the input is known to
+be empty), so pandas' TypeErrors (``mean`` of strings, ``min`` of an unordered
+categorical...) are raised at build time.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -41,6 +49,7 @@ from dask.dataframe.utils import meta_nonempty
 from .. import config
 from ..tensor.core import Tensor, TensorData
 from ..tiling.core import Chunk
+from ..tiling.tileable import Tileable
 from .core import DataFrame, DataFrameOperand, Series, frame_nsplits, nan, register_method
 from .map import map_rows
 
@@ -123,8 +132,10 @@ def _combine_kernel(parts, red):
 
 
 @_quiet
-def _finish_kernel(parts, red):
-    return red.finish(parts)
+def _finish_kernel(parts, red, extras=()):
+    if not extras:
+        return red.finish(parts)
+    return red.finish(parts, *[assemble(meta, list(chunks)) for assemble, meta, chunks in extras])
 
 
 def _keep1(df: pd.DataFrame, name: str, kw: dict) -> pd.DataFrame:
@@ -137,6 +148,8 @@ def _keep1(df: pd.DataFrame, name: str, kw: dict) -> pd.DataFrame:
 
 
 def _as_frame(x):
+    if isinstance(x, pd.Index):
+        return x.to_frame(index=False)
     return x.to_frame() if isinstance(x, pd.Series) else x
 
 
@@ -205,29 +218,117 @@ def _float_values(col: pd.Series) -> np.ndarray:
     return col.to_numpy(dtype="float64", na_value=np.nan)
 
 
+def _float_matrix(x: pd.DataFrame) -> np.ndarray:
+    if not x.shape[1]:
+        return np.empty((len(x), 0))
+    return np.column_stack([_float_values(x.iloc[:, j]) for j in range(x.shape[1])])
+
+
+_MOMENT_ORDER = {"mean": 1, "var": 2, "std": 2, "sem": 2, "skew": 3, "kurt": 4}
+
+
+def _group_sum(v: np.ndarray, codes, ngroups: int) -> np.ndarray:
+    """Column sums of ``v`` (rows, cols) per group (``codes``: each row's group) -> (g, cols)."""
+    if codes is None:
+        return v.sum(axis=0, keepdims=True)
+    return np.stack([np.bincount(codes, weights=v[:, j], minlength=ngroups) for j in range(v.shape[1])], axis=1) \
+        if v.shape[1] else np.empty((ngroups, 0))
+
+
+def chunk_moments(a: np.ndarray, order: int, skipna: bool, codes=None, ngroups: int = 1) -> tuple:
+    """``(n, sum, M2, M3, M4)`` (central power sums up to ``order``) per group and column of
+    the float matrix ``a``, two-pass within the chunk (accurate); ``codes`` (``None``: one
+    group) maps rows to groups.  Without ``skipna`` a NaN poisons its group's sums, so every
+    statistic of that group is NaN, as pandas gives."""
+    isnan = np.isnan(a)
+    valid = ~isnan if skipna else np.ones_like(isnan)
+    a0 = np.where(isnan, 0.0, a) if skipna else a
+    n = _group_sum(valid.astype(np.float64), codes, ngroups)
+    s = _group_sum(a0, codes, ngroups)
+    out = [n, s]
+    if order >= 2:
+        mu = s / np.where(n > 0, n, 1)
+        d = a0 - (mu if codes is None else mu[codes])
+        if skipna:
+            d = np.where(valid, d, 0.0)
+        p = d * d
+        out.append(_group_sum(p, codes, ngroups))
+        for _ in range(3, order + 1):
+            p = p * d
+            out.append(_group_sum(p, codes, ngroups))
+    return tuple(out)
+
+
+def merge_moments(A: tuple, B: tuple) -> tuple:
+    """Chan et al./Pébay's pairwise update of ``(n, sum, M2, M3, M4)`` (any order up to 4,
+    arrays of one shape); a side with ``n == 0`` contributes nothing."""
+    na, nb = A[0], B[0]
+    n = na + nb
+    out = [n, A[1] + B[1]]
+    if len(A) > 2:
+        safe = np.where(n > 0, n, 1)
+        delta = B[1] / np.where(nb > 0, nb, 1) - A[1] / np.where(na > 0, na, 1)
+        m2 = A[2] + B[2] + delta * delta * na * nb / safe
+        out.append(m2)
+        if len(A) > 3:
+            out.append(A[3] + B[3] + delta ** 3 * na * nb * (na - nb) / safe ** 2
+                       + 3 * delta * (na * B[2] - nb * A[2]) / safe)
+        if len(A) > 4:
+            out.append(A[4] + B[4] + delta ** 4 * na * nb * (na * na - na * nb + nb * nb) / safe ** 3
+                       + 6 * delta * delta * (na * na * B[2] + nb * nb * A[2]) / safe ** 2
+                       + 4 * delta * (na * B[3] - nb * A[3]) / safe)
+        empty_a, empty_b = na == 0, nb == 0
+        out = out[:2] + [np.where(empty_a, b, np.where(empty_b, a, m)) for a, b, m in zip(A[2:], B[2:], out[2:])]
+    return tuple(out)
+
+
+def moment_statistic(p: tuple, name: str, ddof=1, bias=False, fisher=True) -> np.ndarray:
+    """pandas' ``mean var std sem skew kurt`` from ``(n, sum, M2, M3, M4)``.  skew/kurt follow
+    pandas 3 (NaN under 3/4 values or for a constant column); ``bias``/``fisher`` are Mars's
+    options (population moments; Pearson's kurtosis, i.e. ``+3``)."""
+    n, s = p[0], p[1]
+    pos = n > 0
+    mean = np.where(pos, s / np.where(pos, n, 1), np.nan)
+    if name == "mean":
+        return mean
+    m2 = p[2]
+    if name in ("var", "std", "sem"):
+        dof = n - ddof
+        var = np.where(dof > 0, m2 / np.where(dof > 0, dof, 1), np.nan)
+        if name == "var":
+            return var
+        if name == "std":
+            return np.sqrt(var)
+        return np.where(pos, np.sqrt(var) / np.sqrt(np.where(pos, n, 1)), np.nan)
+    # rounding makes a constant column's M2 tiny instead of 0 (pandas' one-pass sums give 0)
+    const = m2 <= n * (n * np.finfo(np.float64).eps * np.abs(mean)) ** 2
+    m2 = np.where(const, 0.0, m2)
+    if name == "skew":
+        m3 = np.where(const, 0.0, p[3])
+        if bias:
+            res = np.sqrt(n) * m3 / (m2 * np.sqrt(m2))
+            return np.where(n >= 1, res, np.nan)
+        res = m3 / (m2 * np.sqrt(m2)) * (n * np.sqrt(n - 1.0)) / (n - 2.0)
+        return np.where(n >= 3, res, np.nan)
+    m4 = np.where(const, 0.0, p[4])
+    if bias:
+        res = n * m4 / (m2 * m2) - 3.0
+        res = np.where(n >= 1, res, np.nan)
+    else:
+        res = (n - 1.0) / ((n - 2.0) * (n - 3.0)) * (n * (n + 1.0) * m4 / (m2 * m2) - 3.0 * (n - 1.0))
+        res = np.where(n >= 4, res, np.nan)
+    return res if fisher else res + 3.0
+
+
 class MomentReducer(_ColumnReducer):
-    """``mean`` (partial ``(n, sum)``) and ``var std sem`` (partial ``(n, mean, M2)``)."""
+    """``mean var std sem skew kurt``: partial ``(n, sum, M2[, M3, M4])`` per column (see
+    :func:`chunk_moments`), merged with :func:`merge_moments`."""
 
     def map(self, x):
         x = self.prep(x)
         if len(x) == 0:
             return None
-        a = np.column_stack([_float_values(x.iloc[:, j]) for j in range(x.shape[1])]) if x.shape[1] else np.empty((len(x), 0))
-        if self.skipna:
-            mask = np.isnan(a)
-            n = (~mask).sum(axis=0).astype(np.float64)
-            a = np.where(mask, 0.0, a)
-        else:
-            mask = None
-            n = np.full(a.shape[1], float(len(a)))
-        s = a.sum(axis=0)
-        if self.name == "mean":
-            return n, s
-        mu = s / n
-        d = a - mu
-        if mask is not None:
-            d = np.where(mask, 0.0, d)
-        return n, mu, (d * d).sum(axis=0)
+        return chunk_moments(_float_matrix(x), _MOMENT_ORDER[self.name], self.skipna)
 
     def combine(self, parts):
         parts = [p for p in parts if p is not None]
@@ -235,32 +336,14 @@ class MomentReducer(_ColumnReducer):
             return None
         acc = parts[0]
         for b in parts[1:]:
-            if self.name == "mean":
-                acc = (acc[0] + b[0], acc[1] + b[1])
-                continue
-            na, mua, m2a = acc
-            nb, mub, m2b = b
-            n = na + nb
-            w = nb / np.maximum(n, 1)
-            delta = mub - mua
-            mu = np.where(na == 0, mub, np.where(nb == 0, mua, mua + delta * w))
-            m2 = m2a + m2b + np.where((na == 0) | (nb == 0), 0.0, delta * delta * na * w)
-            acc = (n, mu, m2)
+            acc = merge_moments(acc, b)
         return acc
 
     def values(self, p):
-        if self.name == "mean":
-            n, s = p
-            res = np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
-        else:
-            n, _, m2 = p
-            dof = n - self.ddof
-            res = np.where(dof > 0, m2 / np.where(dof > 0, dof, 1), np.nan)
-            if self.name == "std":
-                res = np.sqrt(res)
-            elif self.name == "sem":
-                res = np.where(n > 0, np.sqrt(res) / np.sqrt(np.where(n > 0, n, 1)), np.nan)
-        return [np.float64(v) for v in res]
+        res = moment_statistic(p, self.name, self.ddof, self.bias, self.fisher)[0]
+        if self.series:
+            return [self.scalar_type(res[0])]
+        return list(res)
 
 
 class NuniqueReducer(_ColumnReducer):
@@ -299,8 +382,10 @@ class GatherReducer(Reducer):
             return parts[0]
         return nonempty[0] if len(nonempty) == 1 else pd.concat(nonempty)
 
-    def finish(self, parts):
-        return self.func(self.combine(parts), *self.args, **self.kw)
+    def finish(self, parts, *extra):
+        # ``extra_kw``: keyword arguments whose values arrive as extra tree inputs (tileables)
+        kw = dict(self.kw, **dict(zip(getattr(self, "extra_kw", ()), extra)))
+        return self.func(self.combine(parts), *self.args, **kw)
 
 
 # ---- the tree operand -----------------------------------------------------------------------
@@ -313,18 +398,23 @@ def combine_size() -> int:
 
 class TreeReduce(DataFrameOperand):
     """Tree reduction of one DataFrame/Series/Index with ``reducer`` into one chunk: a
-    DataFrame/Series (``kind="pandas"``, ``meta`` given) or a scalar/array (``kind="scalar"``)."""
+    DataFrame/Series (``kind="pandas"``, ``meta`` given) or a scalar/array (``kind="scalar"``).
+
+    Further inputs (``extra``: their handle classes) are arguments of the finish step (e.g.
+    quantile points given as a tensor): they are inputs of the graph, assembled from their
+    chunks on the worker and passed to ``reducer.finish(parts, *values)``, never pickled
+    into the task.  ``csize``: partials per combine node (Mars's ``combine_size``)."""
 
     _op_name = "df-reduce"
 
     def tile(self):
-        (x,) = self.inputs
+        x, *extras = self.inputs
         red = self.reducer
         okey = self.output_key()
         parts = []
         for i, c in enumerate(x.chunks):
             parts.append(Chunk((f"{okey}-map", i), (i,), (nan,), _map_kernel, (c, red), inputs=[c]))
-        size = combine_size()
+        size = self.params.get("csize") or combine_size()
         level = 0
         while len(parts) > size:
             new = []
@@ -332,30 +422,40 @@ class TreeReduce(DataFrameOperand):
                 group = parts[j : j + size]
                 new.append(Chunk((f"{okey}-combine{level}", j // size), (j // size,), (nan,), _combine_kernel, (group, red), inputs=group))
             parts, level = new, level + 1
+        args = (parts, red)
+        inputs = list(parts)
+        if extras:
+            specs = [(cls._assemble, cls._assemble_meta(e), list(e.chunks)) for cls, e in zip(self.extra, extras)]
+            args = (parts, red, specs)
+            inputs += [c for _, _, cs in specs for c in cs]
         out = self.output
         if self.kind == "scalar":
             shape = out.shape if out is not None else ()
             idx = (0,) * len(shape)
-            chunk = Chunk((okey, *idx), idx, shape, _finish_kernel, (parts, red), inputs=parts)
+            chunk = Chunk((okey, *idx), idx, shape, _finish_kernel, args, inputs=inputs)
             return [([chunk], tuple((s,) for s in shape))]
         meta = out.meta
         nrows = self.nrows
-        chunk = self.new_chunk(0, nrows, _finish_kernel, (parts, red), inputs=parts, meta=meta)
+        chunk = self.new_chunk(0, nrows, _finish_kernel, args, inputs=inputs, meta=meta)
         return [([chunk], frame_nsplits(meta, (nrows,)))]
 
 
-def tree_reduce(obj, reducer, meta=None, nrows=nan, *, scalar_dtype=None, scalar_shape=(), name="df-reduce"):
+def tree_reduce(obj, reducer, meta=None, nrows=nan, *, scalar_dtype=None, scalar_shape=(), name="df-reduce",
+                extra=(), combine_size=None):
     """Reduce ``obj`` with ``reducer``; returns a Series/DataFrame with ``meta`` (one chunk,
-    ``nrows`` rows) or, when ``meta`` is None, a :class:`ScalarResult` of ``scalar_dtype``."""
+    ``nrows`` rows) or, when ``meta`` is None, a :class:`ScalarResult` of ``scalar_dtype``.
+    ``extra``: tileables whose values ``reducer.finish`` receives after the partials."""
+    inputs = [obj.data] + [e.data for e in extra]
+    params = dict(reducer=reducer, extra=tuple(type(e) for e in extra), csize=combine_size)
     if meta is None:
-        op = TreeReduce([obj.data], reducer=reducer, kind="scalar", nrows=None)
+        op = TreeReduce(inputs, kind="scalar", nrows=None, **params)
         op._op_name = name
         data = TensorData(op, tuple(scalar_shape), scalar_dtype if scalar_dtype is not None else np.dtype(object), op.make_key())
         op.add_output(data)
         return ScalarResult(data)
     if isinstance(nrows, float) and math.isnan(nrows):
         nrows = nan
-    op = TreeReduce([obj.data], reducer=reducer, kind="pandas", nrows=nrows)
+    op = TreeReduce(inputs, kind="pandas", nrows=nrows, **params)
     op._op_name = name
     return op.new_output(meta, nrows)
 
@@ -411,12 +511,31 @@ def _validate_bool(name, value):
         raise ValueError(f'For argument "{name}" expected type bool, received type {type(value).__name__}.')
 
 
-def _reduce(obj, name, axis=0, skipna=True, numeric_only=False, **kw):
-    """Build ``obj.<name>(axis=..., skipna=..., numeric_only=..., **kw)``."""
+def _check_options(combine_size, method):
+    """Mars's ``combine_size`` (partials per tree node) and ``method`` (how level reductions
+    group: ours always use the tree, so every Mars value is accepted and means the same)."""
+    if combine_size is not None and (
+        not isinstance(combine_size, (int, np.integer)) or isinstance(combine_size, bool) or combine_size < 2
+    ):
+        raise ValueError(f"combine_size must be an integer >= 2, got {combine_size!r}")
+    if method not in (None, "tree", "shuffle", "auto"):
+        raise ValueError(f"method must be one of 'tree', 'shuffle', 'auto' or None, got {method!r}")
+
+
+def _reduce(obj, name, axis=0, skipna=True, numeric_only=False, *, level=None, combine_size=None, method=None,
+            bias=False, fisher=True, **kw):
+    """Build ``obj.<name>(axis=..., skipna=..., numeric_only=..., **kw)``; ``level``: the
+    reduction per index level (:func:`_reduce_level`); ``bias``/``fisher``: Mars's skew/kurt
+    options."""
     is_frame = isinstance(obj, DataFrame)
+    if numeric_only is None:
+        numeric_only = False  # Mars's default; pandas 3 has no "try, then drop nuisance columns"
     if name not in ("count", "nunique"):
         _validate_bool("skipna", skipna)
     _validate_bool("numeric_only", numeric_only)
+    _validate_bool("bias", bias)
+    _validate_bool("fisher", fisher)
+    _check_options(combine_size, method)
     user_kw = dict(kw)
     if name not in ("count", "nunique"):
         user_kw["skipna"] = skipna
@@ -425,11 +544,18 @@ def _reduce(obj, name, axis=0, skipna=True, numeric_only=False, **kw):
     if is_frame:
         axis = _check_axis(axis)
     elif axis not in (0, "index", None):
-        raise ValueError(f"No axis named {axis!r} for object type Series")
+        raise ValueError(f"No axis named {axis!r} for object type {type(obj).__name__}")
     else:
         axis = 0
+    if level is not None:
+        return _reduce_level(obj, name, level, axis, skipna, numeric_only, combine_size, user_kw,
+                             dict(bias=bias, fisher=fisher))
+    mars_opts = bias or not fisher
     if axis == 1:
         meta_res = _probe(obj, lambda m: getattr(m, name)(axis=1, **user_kw))
+        if mars_opts:
+            return map_rows(_moments_rows_kernel, obj, name, skipna, numeric_only, bias, fisher,
+                            meta=meta_res.iloc[:0].astype(np.float64), name=f"{name}-rows")
         return map_rows(_axis1_kernel, obj, name, (), user_kw, meta=meta_res.iloc[:0], name=f"{name}-rows")
     res = _probe(obj, lambda m: getattr(m, name)(**user_kw), one_row=name == "median")
     meta = obj.data.meta
@@ -452,68 +578,270 @@ def _reduce(obj, name, axis=0, skipna=True, numeric_only=False, **kw):
         red = SimpleReducer(kw=kw2, min_count=series_kw.get("min_count", 0), **common)
     elif name == "nunique":
         red = NuniqueReducer(dropna=kw.get("dropna", True), **common)
-    elif name in ("mean", "var", "std", "sem") and not any(
+    elif name in _MOMENT_ORDER and not any(
         pd.api.types.is_datetime64_any_dtype(d) or pd.api.types.is_timedelta64_dtype(d) for d in dtypes
     ):
-        red = MomentReducer(skipna=skipna, ddof=kw.get("ddof", 1), **common)
+        red = MomentReducer(skipna=skipna, ddof=kw.get("ddof", 1), bias=bias, fisher=fisher,
+                            scalar_type=_np_dtype(res).type if not is_frame else None, **common)
     else:
         gather_kw = series_kw if not is_frame else user_kw
         red = GatherReducer(cols=None, func=_call_method, args=(name,), kw=gather_kw)
     if is_frame:
-        return tree_reduce(obj, red, res.iloc[:0], len(res), name=name)
-    return tree_reduce(obj, red, scalar_dtype=_np_dtype(res), name=name)
+        return tree_reduce(obj, red, res.iloc[:0], len(res), name=name, combine_size=combine_size)
+    return tree_reduce(obj, red, scalar_dtype=_np_dtype(res), name=name, combine_size=combine_size)
 
 
 def _call_method(obj, name, **kw):
     return getattr(obj, name)(**kw)
 
 
+@_quiet
+def _moments_rows_kernel(df, name, skipna, numeric_only, bias, fisher):
+    """Row-wise skew/kurt with Mars's ``bias``/``fisher`` options (pandas has neither)."""
+    x = df.iloc[:, _numeric_positions(df)] if numeric_only else df
+    p = chunk_moments(_float_matrix(x).T, _MOMENT_ORDER[name], skipna)
+    vals = moment_statistic(p, name, bias=bias, fisher=fisher)[0]
+    return pd.Series(vals, index=df.index, dtype=np.float64)
+
+
+# ---- level= : the reduction per index level -------------------------------------------------
+
+# what a partial of each decomposable reduction is re-reduced with
+_LEVEL_COMBINE = {"count": "sum"}
+
+
+def _regroup(v, name, kw, sort):
+    """Re-reduce partial results (indexed by the group keys) by their keys."""
+    lv = 0 if v.index.nlevels == 1 else list(range(v.index.nlevels))
+    return getattr(v.groupby(level=lv, sort=sort), name)(**kw)
+
+
+def _scatter(arr, pos, n):
+    out = np.zeros((n, arr.shape[1]))
+    out[pos] = arr
+    return out
+
+
+def _cast_like(res: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    """Give ``res`` the dtypes of ``meta`` where the values allow it (NaN kept in floats)."""
+    for j, dt in enumerate(meta.dtypes):
+        col = res.iloc[:, j]
+        if col.dtype != dt:
+            try:
+                res.isetitem(j, col.astype(dt))
+            except (TypeError, ValueError):
+                try:  # pd.NA (from a nullable intermediate) where numpy wants NaN
+                    res.isetitem(j, col.astype(object).where(col.notna(), np.nan).astype(dt))
+                except (TypeError, ValueError):
+                    pass
+    return res
+
+
+class LevelReducer(Reducer):
+    """``groupby(level=...).<name>()`` as a tree (what ``obj.<name>(level=...)`` meant in the
+    pandas Mars followed; pandas 3 removed the argument).  Partials are per-group results of
+    each chunk: pandas' own groupby reduction for ``sum prod min max count any all`` (re-reduced
+    by key, ``count`` by ``sum``, with counts for ``min_count``), per-group moments
+    ``(n, sum, M2..)`` for ``mean var std sem skew kurt`` (merged with :func:`merge_moments`).
+    The finish step sorts the groups as ``groupby(sort=True)``."""
+
+    def prep(self, x):
+        x = _as_frame(x)
+        return x if self.cols is None else x.iloc[:, list(self.cols)]
+
+    def map(self, x):
+        x = self.prep(x)
+        if len(x) == 0:
+            return None
+        g = x.groupby(level=self.level, sort=False)
+        if self.order:
+            ids = g.ngroup().to_numpy(dtype=np.float64)
+            keys = g.size().index
+            a = _float_matrix(x)
+            keep = ~np.isnan(ids)
+            if not keep.all():
+                a, ids = a[keep], ids[keep]
+            return keys, chunk_moments(a, self.order, self.skipna, ids.astype(np.intp), len(keys))
+        return getattr(g, self.name)(**self.kw), (g.count() if self.min_count else None)
+
+    def combine(self, parts):
+        parts = [p for p in parts if p is not None]
+        if len(parts) <= 1:
+            return parts[0] if parts else None
+        if self.order:
+            keys = parts[0][0].append([p[0] for p in parts[1:]]).unique()
+            acc = None
+            for k, m in parts:
+                pos = keys.get_indexer(k)
+                full = tuple(_scatter(arr, pos, len(keys)) for arr in m)
+                acc = full if acc is None else merge_moments(acc, full)
+            return keys, acc
+        cname = _LEVEL_COMBINE.get(self.name, self.name)
+        v = _regroup(pd.concat([p[0] for p in parts]), cname, self.ckw, sort=False)
+        c = _regroup(pd.concat([p[1] for p in parts]), "sum", {}, sort=False) if self.min_count else None
+        return v, c
+
+    def finish(self, parts):
+        p = self.combine(parts)
+        if p is None:
+            return self.pandas(self.empty)
+        meta = _as_frame(self.meta)
+        if self.order:
+            keys, m = p
+            vals = moment_statistic(m, self.name, self.ddof, self.bias, self.fisher)
+            res = pd.DataFrame(vals, index=keys, columns=meta.columns).sort_index()
+        else:
+            v, c = p
+            res = _regroup(v, _LEVEL_COMBINE.get(self.name, self.name), self.ckw, sort=True)
+            if self.min_count:
+                res = res.where(_regroup(c, "sum", {}, sort=True) >= self.min_count)
+        res = _cast_like(res, meta)
+        if isinstance(self.meta, pd.Series):
+            res = res.iloc[:, 0].rename(self.meta.name)
+        return res
+
+
+def _groupby_level(obj, name, level, kw):
+    return getattr(obj.groupby(level=level), name)(**kw)
+
+
+def _level_rows_kernel(df, name, level, kw):
+    return _groupby_level(df.T, name, level, kw).T
+
+
+def _reduce_level(obj, name, level, axis, skipna, numeric_only, combine_size, user_kw, opts):
+    """``obj.<name>(level=level)``: pandas' ``obj.groupby(level=level).<name>()`` (sorted
+    groups, NaN keys dropped), a tree of per-chunk group partials (never a gather)."""
+    is_frame = isinstance(obj, DataFrame)
+    # pandas' groupby reductions take these keyword arguments (count none; no numeric_only for
+    # all/any)
+    gb_kw = {k: v for k, v in user_kw.items() if k in ("skipna", "min_count", "ddof", "numeric_only")}
+    if name == "count":
+        gb_kw = {}
+    elif name in ("all", "any"):
+        gb_kw.pop("numeric_only", None)
+    meta = obj.data.meta
+    cols = None
+    if is_frame and numeric_only:
+        cols = _numeric_positions(meta)
+    if axis == 1:
+        res = _probe(obj, lambda m: _level_rows_kernel(m if cols is None else m.iloc[:, cols], name, level, gb_kw))
+        src = obj if cols is None else obj.iloc[:, cols]
+        return map_rows(_level_rows_kernel, src, name, level, gb_kw, meta=res.iloc[:0], name=f"{name}-level-rows")
+    # ``min_count`` makes pandas' dtype depend on the data (float when a group falls short):
+    # the meta is the usual case's, the result pandas' own
+    probe_kw = dict(gb_kw, min_count=0) if "min_count" in gb_kw else gb_kw
+    if name == "count" and cols is not None:
+        res = _probe(obj, lambda m: _groupby_level(m.iloc[:, cols], name, level, probe_kw))
+    else:
+        res = _probe(obj, lambda m: _groupby_level(m, name, level, probe_kw))
+    sel_kw = {k: v for k, v in gb_kw.items() if k != "numeric_only"}
+    order = _MOMENT_ORDER.get(name, 0)
+    min_count = sel_kw.pop("min_count", 0) if name in ("sum", "prod") else 0
+    if name in ("sum", "prod"):
+        sel_kw["min_count"] = 0
+    out_meta = res.iloc[:0]
+    empty = meta if cols is None else meta.iloc[:, cols]
+    red = LevelReducer(level=level, name=name, kw=sel_kw, ckw=sel_kw, cols=cols, order=order, skipna=skipna,
+                       ddof=user_kw.get("ddof", 1), min_count=min_count, meta=out_meta, empty=empty,
+                       pandas=functools.partial(_groupby_level, name=name, level=level, kw=gb_kw), **opts)
+    return tree_reduce(obj, red, out_meta, nan, name=f"{name}-level", combine_size=combine_size)
+
+
 # ---- the methods -------------------------------------------------------------------------
 
 
+def _check_min_count(min_count):
+    if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, bool):
+        raise TypeError(f"min_count must be an int, got {min_count!r}")
+    return int(min_count)
+
+
+def _check_ddof(ddof):
+    if not isinstance(ddof, (int, np.integer, float, np.floating)) or isinstance(ddof, bool):
+        raise TypeError(f"ddof must be a number, got {ddof!r}")
+    return ddof
+
+
 def _make(name, has_min_count=False, has_ddof=False):
+    """A reduction method with Mars 0.10's signature (``axis=None`` means rows; ``level``,
+    ``combine_size`` and ``method`` as Mars), pandas' results."""
     if has_min_count:
-        def method(self, axis=0, skipna=True, numeric_only=False, min_count=0):
-            if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, bool):
-                raise TypeError(f"min_count must be an int, got {min_count!r}")
-            return _reduce(self, name, axis, skipna, numeric_only, min_count=int(min_count))
+        def method(self, axis=None, skipna=True, level=None, min_count=0, numeric_only=None, combine_size=None,
+                   method=None):
+            return _reduce(self, name, axis, skipna, numeric_only, level=level, combine_size=combine_size,
+                           method=method, min_count=_check_min_count(min_count))
     elif has_ddof:
-        def method(self, axis=0, skipna=True, ddof=1, numeric_only=False):
-            if not isinstance(ddof, (int, np.integer, float, np.floating)) or isinstance(ddof, bool):
-                raise TypeError(f"ddof must be a number, got {ddof!r}")
-            return _reduce(self, name, axis, skipna, numeric_only, ddof=ddof)
+        def method(self, axis=None, skipna=True, level=None, ddof=1, numeric_only=None, combine_size=None,
+                   method=None):
+            return _reduce(self, name, axis, skipna, numeric_only, level=level, combine_size=combine_size,
+                           method=method, ddof=_check_ddof(ddof))
     else:
-        def method(self, axis=0, skipna=True, numeric_only=False):
-            return _reduce(self, name, axis, skipna, numeric_only)
+        def method(self, axis=None, skipna=True, level=None, numeric_only=None, combine_size=None, method=None):
+            return _reduce(self, name, axis, skipna, numeric_only, level=level, combine_size=combine_size,
+                           method=method)
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"pandas' ``{name}`` as a tree reduction over the row chunks (``axis=1``: row-wise)."
+    method.__doc__ = (f"pandas' ``{name}`` as a tree reduction over the row chunks (``axis=1``: row-wise; "
+                      f"``level``: ``groupby(level=level).{name}()``).")
     return method
 
 
 for _n in ("sum", "prod"):
     register_method(DataFrame, Series, name=_n)(_make(_n, has_min_count=True))
-for _n in ("min", "max", "mean", "median"):
+for _n in ("min", "max", "mean"):
     register_method(DataFrame, Series, name=_n)(_make(_n))
 for _n in ("var", "std", "sem"):
     register_method(DataFrame, Series, name=_n)(_make(_n, has_ddof=True))
 register_method(DataFrame, Series, name="product")(_make("prod", has_min_count=True))
 
 
+@register_method(DataFrame, Series)
+def median(self, axis=0, skipna=True, numeric_only=False):
+    """pandas' exact ``median`` (the selected columns are gathered by the tree)."""
+    return _reduce(self, "median", axis, skipna, numeric_only)
+
+
+@register_method(DataFrame, Series)
+def skew(self, axis=None, skipna=True, level=None, numeric_only=None, combine_size=None, bias=False, method=None):
+    """pandas' unbiased skewness (``bias=True``: Mars's population skewness) from per-chunk
+    central moments merged up the tree."""
+    return _reduce(self, "skew", axis, skipna, numeric_only, level=level, combine_size=combine_size,
+                   method=method, bias=bias)
+
+
+def _kurt(self, axis=None, skipna=True, level=None, numeric_only=None, combine_size=None, bias=False, fisher=True,
+          method=None):
+    """pandas' unbiased excess kurtosis (Mars's ``bias``; ``fisher=False``: Pearson's, +3)
+    from per-chunk central moments merged up the tree."""
+    return _reduce(self, "kurt", axis, skipna, numeric_only, level=level, combine_size=combine_size,
+                   method=method, bias=bias, fisher=fisher)
+
+
+register_method(DataFrame, Series, name="kurt")(_kurt)
+register_method(DataFrame, Series, name="kurtosis")(_kurt)
+
+
 def _any_all(name):
-    def method(self, axis=0, bool_only=False, skipna=True):
+    def method(self, axis=None, bool_only=None, skipna=True, level=None, combine_size=None, method=None):
+        if bool_only is None:
+            bool_only = False
         _validate_bool("bool_only", bool_only)
         if isinstance(self, DataFrame) and bool_only:
             pos = [i for i, dt in enumerate(self.dtypes) if pd.api.types.is_bool_dtype(dt)]
             self = self.iloc[:, pos]
         elif bool_only and not pd.api.types.is_bool_dtype(self.dtype):
             raise TypeError(f"Series.{name} does not allow bool_only=True with non-bool dtypes.")
-        return _reduce_anyall(self, name, axis, skipna)
+        if level is not None:
+            return _reduce(self, name, axis, skipna, False, level=level, combine_size=combine_size, method=method)
+        _check_options(combine_size, method)
+        return _reduce_anyall(self, name, axis, skipna, combine_size)
 
     method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"pandas' ``{name}`` as a tree reduction (``level``: ``groupby(level=level).{name}()``)."
     return method
 
 
-def _reduce_anyall(obj, name, axis, skipna):
+def _reduce_anyall(obj, name, axis, skipna, combine_size=None):
     # pandas' any/all take no numeric_only
     _validate_bool("skipna", skipna)
     is_frame = isinstance(obj, DataFrame)
@@ -528,8 +856,8 @@ def _reduce_anyall(obj, name, axis, skipna):
                   dtype=res.dtype if is_frame else None, user_kw=kw, name=name)
     red = SimpleReducer(kw=kw, min_count=0, **common)
     if is_frame:
-        return tree_reduce(obj, red, res.iloc[:0], len(res), name=name)
-    return tree_reduce(obj, red, scalar_dtype=np.dtype(bool), name=name)
+        return tree_reduce(obj, red, res.iloc[:0], len(res), name=name, combine_size=combine_size)
+    return tree_reduce(obj, red, scalar_dtype=np.dtype(bool), name=name, combine_size=combine_size)
 
 
 register_method(DataFrame, Series, name="any")(_any_all("any"))
@@ -537,14 +865,14 @@ register_method(DataFrame, Series, name="all")(_any_all("all"))
 
 
 @register_method(DataFrame)
-def count(self, axis=0, numeric_only=False):
-    """Non-null values per column (``axis=1``: per row)."""
-    return _reduce(self, "count", axis, True, numeric_only)
+def count(self, axis=0, level=None, numeric_only=False, combine_size=None, method=None):
+    """Non-null values per column (``axis=1``: per row; ``level``: per index-level group)."""
+    return _reduce(self, "count", axis, True, numeric_only, level=level, combine_size=combine_size, method=method)
 
 
-def _series_count(self):
-    """Non-null values of the Series."""
-    return _reduce(self, "count", 0, True, False)
+def _series_count(self, level=None, combine_size=None, method=None):
+    """Non-null values of the Series (``level``: per index-level group)."""
+    return _reduce(self, "count", 0, True, False, level=level, combine_size=combine_size, method=method)
 
 
 Series.count = _series_count
@@ -578,11 +906,33 @@ def _check_q(q):
         raise ValueError("percentiles should all be in the interval [0, 1].")
 
 
+def _quantile_rows_kernel(df, q, **kw):
+    return df.quantile(q, axis=1, **kw)
+
+
+def _q_stand_in(q):
+    """Quantile points standing in for a tileable ``q`` at build time (its values are only
+    known once executed)."""
+    if q.ndim == 0:
+        return 0.5
+    if q.ndim != 1:
+        raise ValueError(f"q must be a scalar or 1-d, got a {q.ndim}-d {type(q).__name__}")
+    n = q.shape[0]
+    return [0.5] * (2 if isinstance(n, float) and math.isnan(n) or n == 0 else int(n))
+
+
 @register_method(DataFrame, Series)
-def quantile(self, q=0.5, axis=0, numeric_only=False, interpolation="linear", method="single"):
+def quantile(self, q=0.5, axis=0, numeric_only=True, interpolation="linear", method="single"):
     """Exact quantiles: the (selected) columns are gathered by the tree and pandas computes
-    them in the finish step."""
-    _check_q(q)
+    them in the finish step.  ``q`` may be a tensor or Series tileable: it becomes an input of
+    the reduction (its values reach the finish step), and pandas checks its values there; with
+    one point (0-d) the result's name, which pandas takes from the point, is only right once
+    executed.  ``numeric_only`` defaults to True as in Mars (and the pandas it followed)."""
+    q_t = q if isinstance(q, Tileable) else None
+    if q_t is not None:
+        q = _q_stand_in(q_t)
+    else:
+        _check_q(q)
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError(f"interpolation={interpolation!r} is not one of linear, lower, higher, midpoint, nearest")
     is_frame = isinstance(self, DataFrame)
@@ -592,6 +942,14 @@ def quantile(self, q=0.5, axis=0, numeric_only=False, interpolation="linear", me
         kw = dict(q=q, numeric_only=numeric_only, interpolation=interpolation, method=method)
         if axis == 1:
             res = _probe(self, lambda m: m.quantile(axis=1, **kw))
+            if q_t is not None:  # every row chunk receives the point
+                if q_t.ndim:
+                    raise ValueError("quantile(axis=1) with a tileable q takes one point (a 0-d tensor): several "
+                                     "points make one column per row")
+                from .statistics import rows_with_whole
+
+                kw.pop("q")
+                return rows_with_whole(_quantile_rows_kernel, self, q_t, res.iloc[:0], **kw)
             return map_rows(_axis1_kernel, self, "quantile", (), kw, meta=res.iloc[:0], name="quantile-rows")
     else:
         kw = dict(q=q, interpolation=interpolation)
@@ -599,10 +957,15 @@ def quantile(self, q=0.5, axis=0, numeric_only=False, interpolation="linear", me
     cols = None
     if is_frame and numeric_only:
         cols = _numeric_positions(self.data.meta)
-    red = GatherReducer(cols=cols, func=_call_method, args=("quantile",), kw=kw)
+    extra = ()
+    if q_t is not None:
+        kw = {k: v for k, v in kw.items() if k != "q"}
+        extra = (q_t,)
+    red = GatherReducer(cols=cols, func=_call_method, args=("quantile",), kw=kw, extra_kw=("q",) if extra else ())
     if isinstance(res, (pd.Series, pd.DataFrame)):
-        return tree_reduce(self, red, res.iloc[:0], len(res), name="quantile")
-    return tree_reduce(self, red, scalar_dtype=_np_dtype(res), name="quantile")
+        nrows = q_t.shape[0] if q_t is not None and q_t.ndim == 1 else len(res)
+        return tree_reduce(self, red, res.iloc[:0], nrows, name="quantile", extra=extra)
+    return tree_reduce(self, red, scalar_dtype=_np_dtype(res), name="quantile", extra=extra)
 
 
 # ---- describe -------------------------------------------------------------------------
