@@ -261,7 +261,10 @@ class Session(Reconnecting):
                 d.refresh_nsplits()
 
     def gather(self, data: TileableData) -> list:
-        chunks = data.chunks
+        return self.gather_chunks(data.chunks)
+
+    def gather_chunks(self, chunks: Sequence[Chunk]) -> list:
+        """The values of executed ``chunks`` (lost ones rebuilt), in order."""
         # a result whose client was closed is gone: say so rather than recompute it here
         self._check_open(chunks)
         return self._retrying(chunks, lambda: self.client.gather([c.future for c in chunks]))

@@ -12,6 +12,7 @@ from .datasource import from_pandas
 _MODULES = (
     "datasource", "map", "indexing", "arithmetic", "interop", "methods", "accessors", "reduction",
     "selection", "merge", "concat", "sort", "reshape", "io", "groupby", "window", "toplevel",
+    "index", "statistics", "convert", "align", "access", "custom_reduction",
 )
 for _name in _MODULES:
     _mod = _importlib.import_module(f".{_name}", __name__)

@@ -36,11 +36,11 @@ from pandas.api.types import is_list_like
 
 from ..tiling.core import Chunk, ensure_known, new_key
 from .core import (
-    DataFrame, DataFrameOperand, Series, _PandasData, frame_nsplits, nan, register_method,
+    DataFrame, DataFrameOperand, Series, _PandasData, frame_nsplits, infer_meta, nan, register_method,
 )
 from .map import aligned, is_pandas_tileable, map_rows
 
-__all__ = ["align", "rechunk_rows"]
+__all__: list[str] = []  # (align and rechunk_rows are internal: Mars has no md.align)
 
 _OPS = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -494,6 +494,93 @@ def align(left, right, *, require_equal=False):
     return outs[0], outs[1]
 
 
+# ---- a frame with something matched with its columns -------------------------------------
+
+
+def _whole(parts):
+    """One object from the chunks of a small Series or 1-d tensor."""
+    if len(parts) == 1:
+        return parts[0]
+    if isinstance(parts[0], (pd.Series, pd.DataFrame)):
+        return pd.concat(parts)
+    return np.concatenate(parts)
+
+
+def _columns_kernel(frame, parts, name, method, fill_value, other_left):
+    other = _whole(parts)
+    if method is not None:
+        return _flex_kernel(frame, other, method, "columns", fill_value)
+    return _OPS[name](other, frame) if other_left else _OPS[name](frame, other)
+
+
+class ColumnsOp(DataFrameOperand):
+    """``frame <op> other`` where pandas matches ``other`` (a Series tileable's labels, or a
+    1-d tensor positionally) with the frame's columns.  ``other`` has about one value per
+    column, so all of it goes to every row chunk of the frame (no shuffle, the frame's rows
+    stay where they are)."""
+
+    _op_name = "columns-op"
+
+    def tile(self):
+        frame, other = self.inputs
+        parts = list(other.chunks)
+        meta = self.output.meta
+        chunks = [
+            self.new_chunk(
+                i, c.shape[0], _columns_kernel,
+                (c, parts, self.name, self.method, self.fill_value, self.other_left),
+            )
+            for i, c in enumerate(frame.chunks)
+        ]
+        return [(chunks, frame_nsplits(meta, [c.shape[0] for c in chunks]))]
+
+
+def _columnwise(left, right) -> bool:
+    """Is this a DataFrame tileable with a Series tileable or a 1-d tensor (matched with the
+    columns, pandas' default ``axis="columns"``)?"""
+    from ..tensor.core import Tensor
+
+    def other_kind(x):
+        return isinstance(x, Series) or isinstance(x, Tensor) and x.ndim == 1
+
+    return (isinstance(left, DataFrame) and other_kind(right)) or (isinstance(right, DataFrame) and other_kind(left))
+
+
+def _stand_in_other(other):
+    """A local stand-in for ``other`` with its real labels (they decide the result's columns),
+    or None when they are unknown before execution."""
+    if isinstance(other, Series):
+        labels = known_labels(other.data)
+        if labels is None:
+            return None
+        ne = meta_nonempty(other.data.meta)
+        return ne.iloc[np.zeros(len(labels), dtype=np.intp)].set_axis(labels, axis=0)
+    n = other.shape[0]
+    if _isnan(n):
+        return None
+    return np.ones(int(n), dtype=other.dtype)
+
+
+def _columns_op(name, left, right, *, flex, fill_value, reverse):
+    other_left = not isinstance(left, DataFrame)
+    frame, other = (right, left) if other_left else (left, right)
+    stand_in = _stand_in_other(other)
+    if stand_in is None:
+        # The other side's labels decide which columns the result has, and the structure of
+        # a result is fixed when it is built: execute that (small) side first, as Mars does
+        # for labels it needs (e.g. ``reindex(columns=<tileable>)``).
+        local = other.execute().fetch()
+        args = (local, frame) if other_left else (frame, local)
+        return binary_op(name, *args, flex=flex, axis="columns", fill_value=fill_value, reverse=reverse)
+    method = (("r" + name) if reverse else name) if flex else None
+    meta = infer_meta(lambda f: _columns_kernel(f, [stand_in], name, method, fill_value, other_left), frame.data.meta)
+    op = ColumnsOp(
+        [frame.data, other.data], name=name, method=method, fill_value=fill_value, other_left=other_left,
+    )
+    op._op_name = method or name
+    return op.new_output(meta, frame.shape[0], index_key=frame.data.index_key, range_index=frame.data.range_index)
+
+
 # ---- binary operations ------------------------------------------------------------------
 
 
@@ -508,8 +595,6 @@ def _prepare_local(t, other, axis):
     if isinstance(other, (pd.Series, pd.DataFrame)):
         if isinstance(t, DataFrame) and isinstance(other, pd.Series) and _is_columns_axis(axis):
             return other  # broadcast across the columns: whole to each chunk
-        if isinstance(t, Series) and isinstance(other, pd.DataFrame):
-            raise NotImplementedError("Series <op> local DataFrame (aligning the Series with the columns) is not supported")
         return from_pandas(other, chunk_size=max(1, len(other)))
     if isinstance(other, pd.Index):
         other = np.asarray(other)
@@ -517,11 +602,19 @@ def _prepare_local(t, other, axis):
         from ..tensor.core import Tensor
 
         if isinstance(other, Tensor):
+            if isinstance(t, DataFrame) and other.ndim == 1 and _is_columns_axis(axis):
+                return other  # matched with the columns: see ColumnsOp
             return positional_like(t, other)
         arr = np.asarray(other)
         if arr.ndim == 0:
             return arr.item()
         if isinstance(t, DataFrame) and arr.ndim == 1:
+            if not _is_columns_axis(axis):
+                # pandas matches a 1-d array with the rows (positionally) for axis=0
+                n = t.shape[0]
+                if not _isnan(n) and len(arr) != n:
+                    raise ValueError(f"Unable to coerce to Series, length must be {int(n)}: given {len(arr)}")
+                return positional_like(t, other if isinstance(other, np.ndarray) else list(other))
             return arr  # pandas: a 1-d array broadcasts across the columns
         if isinstance(t, DataFrame):
             local = pd.DataFrame(arr, columns=t.columns)
@@ -544,13 +637,9 @@ def binary_op(name, left, right, *, flex=False, axis="columns", fill_value=None,
     elif rt and not lt:
         left = _prepare_local(right, left, axis)
     lt, rt = is_pandas_tileable(left), is_pandas_tileable(right)
+    if _is_columns_axis(axis) and _columnwise(left, right):
+        return _columns_op(name, left, right, flex=flex, fill_value=fill_value, reverse=reverse)
     if lt and rt:
-        ldf, rdf = isinstance(left, DataFrame), isinstance(right, DataFrame)
-        if ldf != rdf and _is_columns_axis(axis):
-            raise NotImplementedError(
-                "DataFrame <op> Series tileable along the columns (the Series' labels matched with "
-                "the column names) is not supported: pass a local pandas Series, or axis='index'"
-            )
         if not aligned(left, right):
             cmp_strict = name in _COMPARISONS and not flex
             left, right = align(left, right, require_equal=cmp_strict)
@@ -598,3 +687,56 @@ for _alias, _n in (("div", "truediv"), ("divide", "truediv"), ("multiply", "mul"
 for _n in ("lt", "le", "gt", "ge", "eq", "ne"):
     register_method(DataFrame, Series, name=_n)(_flex(_n))
 del _n, _alias
+
+
+# ---- pandas and numpy on the other side -------------------------------------------------
+
+#: numpy ufuncs that pandas itself dispatches to its operators (with alignment)
+_UFUNC_OPS = {
+    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "truediv",
+    np.floor_divide: "floordiv", np.remainder: "mod", np.power: "pow",
+    np.bitwise_and: "and", np.bitwise_or: "or", np.bitwise_xor: "xor",
+    np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge",
+    np.equal: "eq", np.not_equal: "ne",
+}
+
+
+def _ufunc_kernel(ufunc, kwargs, out_index, *xs):
+    res = ufunc(*xs, **kwargs)
+    return res if out_index is None else res[out_index]
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """numpy's protocol: ``np.log(s)``, ``np.add(df, 1)``, ``ndarray + df`` give md objects,
+    computed chunk by chunk with pandas' own ufunc handling (operands aligned on the row
+    labels first, as pandas aligns them)."""
+    if method != "__call__" or kwargs.get("out") is not None:
+        return NotImplemented
+    from ..tensor.core import Tensor
+
+    if any(isinstance(x, Tensor) for x in inputs):
+        return NotImplemented
+    name = _UFUNC_OPS.get(ufunc)
+    if name is not None and len(inputs) == 2 and not kwargs:
+        return binary_op(name, *inputs)
+    first = next(x for x in inputs if is_pandas_tileable(x))
+    args = [x if is_pandas_tileable(x) else _prepare_local(first, x, "columns") for x in inputs]
+    tiles = [x for x in args if is_pandas_tileable(x)]
+    if len(tiles) > 2 or len(tiles) == 2 and isinstance(tiles[0], DataFrame) != isinstance(tiles[1], DataFrame):
+        raise NotImplementedError(f"numpy ufunc {ufunc.__name__} on these {len(tiles)} md objects")
+    if len(tiles) == 2 and not aligned(*tiles):
+        a, b = align(*tiles)
+        args = [a if x is tiles[0] else b if x is tiles[1] else x for x in args]
+    outs = [None] if ufunc.nout == 1 else list(range(ufunc.nout))
+    res = tuple(map_rows(_ufunc_kernel, ufunc, kwargs, k, *args, name=ufunc.__name__) for k in outs)
+    return res[0] if ufunc.nout == 1 else res
+
+
+for _cls in (DataFrame, Series):
+    # pandas (>= 2.1) returns NotImplemented from its operators when the other operand has a
+    # higher ``__pandas_priority__`` (DataFrame 4000), so ``pd_df + md_df`` runs md's
+    # reflected operator; numpy defers to ``__array_ufunc__``
+    _cls.__pandas_priority__ = 5000
+    _cls.__array_priority__ = 1000
+    _cls.__array_ufunc__ = array_ufunc
+del _cls

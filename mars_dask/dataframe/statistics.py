@@ -134,6 +134,10 @@ def _named(obj, f, args, kwargs):
         if method is None or not callable(method):
             raise AttributeError(f"'{f}' is not a valid function for '{type(obj).__name__}' object")
         return method(obj, *args, **kwargs)
+    from .custom_reduction import CustomReduction, custom_reduce
+
+    if isinstance(f, CustomReduction) and not args and not kwargs:  # Mars's protocol: a tree
+        return custom_reduce(obj, f)
     res = _probe(obj, lambda m: m.agg(f, 0, *args, **kwargs))
     return _gathered_agg(obj, f, args, kwargs, res)
 

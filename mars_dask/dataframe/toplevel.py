@@ -54,6 +54,7 @@ from pandas import NA, DateOffset, Interval, NamedAgg, NaT, Timedelta, Timestamp
 
 from .core import DataFrame, Index, Series, register_method
 from .datasource import from_pandas, from_tensor
+from .io import sql as sql_io
 from .map import is_pandas_tileable, map_rows
 
 __all__ = [
@@ -806,7 +807,9 @@ def _with_index(t, index):
     from .arithmetic import positional_like
 
     if is_pandas_tileable(index) or _is_tensor(index):
-        raise NotImplementedError("index= given as a tileable: pass a local index, or use set_index afterwards")
+        from .index import as_index, relabel
+
+        return relabel(t, as_index(index))
     index = index if isinstance(index, pd.Index) else pd.Index(index)
     if not np.isnan(t.shape[0]) and len(index) != t.shape[0]:
         raise ValueError(f"Length of values ({t.shape[0]}) does not match length of index ({len(index)})")
@@ -841,32 +844,9 @@ def series_from_index(ind, index=None, name=None):
 # ---- read_sql ----------------------------------------------------------------------------
 
 
-def _sqlalchemy():
-    try:
-        import sqlalchemy
-    except ImportError as e:
-        raise ImportError("md.read_sql needs SQLAlchemy (pip install sqlalchemy)") from e
-    return sqlalchemy
-
-
-class _Con:
-    """A picklable connection recipe: a URI (+ engine kwargs) each task connects with."""
-
-    def __init__(self, con, engine_kwargs):
-        sa = _sqlalchemy()
-        if isinstance(con, str):
-            self.uri = con
-        elif isinstance(con, sa.engine.Engine):
-            self.uri = con.url.render_as_string(hide_password=False)
-        elif isinstance(con, sa.engine.Connection):
-            self.uri = con.engine.url.render_as_string(hide_password=False)
-        else:
-            raise TypeError("con must be an SQLAlchemy engine or connection or a database URI string "
-                            f"(a DBAPI connection cannot be sent to workers), got {type(con).__name__}")
-        self.engine_kwargs = dict(engine_kwargs or {})
-
-    def engine(self):
-        return _sqlalchemy().create_engine(self.uri, **self.engine_kwargs)
+# the connection recipe is shared with ``to_sql`` (io/sql.py)
+_sqlalchemy = sql_io.sqlalchemy_module
+_Con = sql_io.SQLConnection
 
 
 def _sql_chunk(con, sql, where, params, limit, offset, kwargs, index_col, start):

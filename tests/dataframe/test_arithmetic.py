@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 
 import mars_dask.dataframe as md
+import mars_dask.tensor as mt
 from mars_dask.dataframe.arithmetic import align, rechunk_rows
 
-from .helpers import assert_pandas
+from .helpers import assert_pandas, assert_pandas_all
 
 
 @pytest.fixture
@@ -168,8 +169,6 @@ def test_comparison_requires_identical_labels(client):
 
 def test_bad_inputs(client, frame):
     m = md.DataFrame(frame, chunk_size=5)
-    with pytest.raises(NotImplementedError):
-        m + m["a"]  # pandas would match the Series' labels with the column names
     with pytest.raises(ValueError):
         m.add(1, axis=3)
     with pytest.raises(ValueError, match="Length of values"):
@@ -192,3 +191,105 @@ def test_rechunk_rows_and_align(client, frame):
     el, er = s1.align(s2, join="outer")
     assert_pandas(la, el)
     assert_pandas(ra, er)
+
+
+# ---- issue 18: DataFrame <op> Series / list-likes, pandas or numpy on the other side ------
+
+
+@pytest.mark.parametrize("cl,cr", [(1, 5), (6, 23), (23, 1)])
+def test_frame_op_series_along_index(client, frame, cl, cr):
+    s = pd.Series(np.arange(len(frame)) * 1.5 - 4, name="s")
+    m, ms = md.DataFrame(frame, chunk_size=cl), md.Series(s, chunk_size=cr)
+    cases = [(getattr(m, op)(ms, axis=ax), getattr(frame, op)(s, axis=ax))
+             for op, ax in (("add", 0), ("sub", "index"), ("mul", "rows"), ("div", 0), ("rsub", 0),
+                            ("floordiv", 0), ("pow", 0), ("lt", 0), ("eq", "index"))]
+    cases.append((m.add(s, axis=0), frame.add(s, axis=0)))  # a local Series
+    # different labels: aligned (sorted union, missing rows)
+    s2 = s.iloc[::-2].copy()
+    s2.index = s2.index + 3
+    cases.append((m.sub(md.Series(s2, chunk_size=cr), axis=0), frame.sub(s2, axis=0)))
+    cases.append((m.mul(md.Series(s2, chunk_size=cr), axis=0, fill_value=1), frame.mul(s2, axis=0, fill_value=1)))
+    assert_pandas_all(cases)
+    # unknown lengths on both sides (filtered; with 1-row chunks some chunks are empty)
+    fm, fs = m[m["a"] > 0], ms[ms > 0]
+    assert_pandas(fm.add(fs, axis=0), frame[frame["a"] > 0].add(s[s > 0], axis=0), check_dtype=False)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 23])
+def test_frame_op_list_like(client, frame, chunk):
+    m = md.DataFrame(frame, chunk_size=chunk)
+    rows = list(range(len(frame)))
+    assert_pandas_all([
+        (m + [1, 2, 3], frame + [1, 2, 3]),
+        (m.mul((1, -1, 2)), frame.mul((1, -1, 2))),
+        (m - np.array([1.5, 2, 3]), frame - np.array([1.5, 2, 3])),
+        (m.add(rows, axis=0), frame.add(rows, axis=0)),
+        (m.sub(tuple(rows), axis="index"), frame.sub(tuple(rows), axis="index")),
+        (m.rtruediv(np.arange(1, len(frame) + 1), axis=0), frame.rtruediv(np.arange(1, len(frame) + 1), axis=0)),
+        (m.add(np.full((len(frame), 3), 2.0)), frame.add(np.full((len(frame), 3), 2.0))),
+    ])
+    f = m[m["a"] > 0]  # unknown length: the list is matched with the rows at tile time
+    ef = frame[frame["a"] > 0]
+    assert_pandas(f.add(list(range(len(ef))), axis=0), ef.add(list(range(len(ef))), axis=0))
+    with pytest.raises(ValueError, match="Unable to coerce to Series, length must be 3: given 2"):
+        frame + [1, 2]
+    with pytest.raises(ValueError, match="Unable to coerce to Series, length must be 3: given 2"):
+        m + [1, 2]
+    with pytest.raises(ValueError, match="Unable to coerce to Series, length must be 23: given 3"):
+        frame.add([1, 2, 3], axis=0)
+    with pytest.raises(ValueError, match="Unable to coerce to Series, length must be 23: given 3"):
+        m.add([1, 2, 3], axis=0)
+
+
+@pytest.mark.parametrize("chunk", [1, 5])
+def test_frame_op_series_along_columns(client, frame, chunk):
+    m = md.DataFrame(frame, chunk_size=chunk)
+    row = pd.Series({"a": 1, "b": 2.0, "c": -1.0})
+    other = pd.Series({"b": 2.0, "z": 3.0, "a": 1.0})  # partly other labels: columns union
+    mrow, mother = md.Series(row, chunk_size=2), md.Series(other, chunk_size=1)
+    assert_pandas_all([
+        (m + mrow, frame + row),
+        (mrow * m, row * frame),
+        (m - mother, frame - other),
+        (m.rsub(mother), frame.rsub(other)),
+        (m.div(mrow, axis="columns"), frame.div(row, axis="columns")),
+        (m.ge(mrow), frame.ge(row)),
+        (m + m["a"], frame + frame["a"]),  # pandas matches the row labels with the column names
+        (mrow + frame, row + frame),  # md Series with a local frame
+        (m + mt.tensor(np.array([1.0, 2, 3]), chunk_size=2), frame + np.array([1.0, 2, 3])),
+    ])
+    # labels unknown before execution: the small side is executed first
+    assert_pandas(m + mother[mother > 1.5], frame + other[other > 1.5])
+    assert_pandas(m.add(mother, fill_value=0), frame.add(other, fill_value=0))
+
+
+def test_pandas_and_numpy_on_the_left(client, frame):
+    """Failed before: pandas' operators made object-dtype pandas objects whose cells were md
+    tileables, and numpy ufuncs other than the operators raised."""
+    m = md.DataFrame(frame, chunk_size=4)
+    s = frame["b"]
+    ms = md.Series(s, chunk_size=7)
+    local = frame.iloc[3:15] * 2
+    results = [
+        (frame + m, frame + frame),
+        (local - m, local - frame),
+        (s * ms, s * s),
+        (s.iloc[::2] / ms, s.iloc[::2] / s),
+        (frame < m, frame < frame),
+        (s ** ms, s ** s),
+        (s + m, s + frame),  # a local Series matched with the md frame's columns
+        (np.arange(len(frame)) - ms, np.arange(len(frame)) - s),
+        (np.float64(2) * ms, np.float64(2) * s),
+        (np.log(ms.abs()), np.log(s.abs())),
+        (np.exp(m[["b", "c"]]), np.exp(frame[["b", "c"]])),
+        (np.add(m, 1), np.add(frame, 1)),
+        (np.maximum(ms, md.Series(s.iloc[::-1], chunk_size=5)), np.maximum(s, s.iloc[::-1])),
+        (np.maximum(ms, s.iloc[2:]), np.maximum(s, s.iloc[2:])),
+        (np.sqrt(ms.abs(), dtype="float32"), np.sqrt(s.abs(), dtype="float32")),
+    ]
+    for got, _ in results:
+        assert isinstance(got, (md.DataFrame, md.Series)), type(got)
+    assert_pandas_all(results)
+    frac, whole = np.modf(ms)
+    efrac, ewhole = np.modf(s)
+    assert_pandas_all([(frac, efrac), (whole, ewhole)])

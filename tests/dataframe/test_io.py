@@ -673,3 +673,81 @@ def test_single_file_csv_compression_and_encodings(client, tmp_path):
             assert gzip.decompress(f.read()) == df.iloc[i * 8:(i + 1) * 8].to_csv().encode()
     assert sorted(os.listdir(ours)) == sorted([n for n, _ in exact] + ["a.csv.gz", "a.csv.zip", "a.csv.xz", "gz"])
     assert sorted(os.listdir(ours / "gz")) == [f"p-{i}.csv.gz" for i in range(5)]
+
+
+def test_read_parquet_mars_arguments(client, pq_files):
+    """Mars 0.10's signature: ``groups_as_chunks=True`` gives one chunk per row group;
+    ``engine`` second positionally; Mars's other arguments are accepted (issue 18)."""
+    d, df = pq_files
+    exp = pd.read_parquet(d)
+    t = md.read_parquet(str(d), groups_as_chunks=True)
+    t._ensure_tiled()
+    assert t.nsplits[0] == (10,) * 6 + (15, 15, 10)
+    assert_pandas(t, exp)
+    t = md.read_parquet(str(d), "auto", ["s", "f"], True, use_arrow_dtype=True, incremental_index=True,
+                        memory_scale=2, merge_small_files=False, merge_small_file_options={})
+    assert len(t.op.parts) == 9
+    got = assert_pandas(t, pd.read_parquet(d, columns=["s", "f"]))
+    pd.testing.assert_index_equal(got.index, pd.RangeIndex(0, 100), exact=True)
+    assert len(md.read_parquet(str(d)).op.parts) < 9  # default: small row groups merged
+
+
+def test_read_csv_mars_arguments(client, csv_files):
+    _, paths = csv_files
+    exp = _concat(paths)
+    for kw in ({"incremental_index": True}, {"incremental_index": False, "use_arrow_dtype": True},
+               {"head_lines": 5, "head_bytes": "1k", "memory_scale": 2, "merge_small_files": False}):
+        got = assert_pandas(md.read_csv(paths, chunk_bytes=200, **kw), exp)
+        pd.testing.assert_index_equal(got.index, pd.RangeIndex(0, len(exp)), exact=True)
+    with pytest.raises(NotImplementedError, match="GPU"):
+        md.read_csv(paths, gpu=True)
+
+
+# ---- to_sql (issue 18) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100])
+def test_to_sql(client, tmp_path, chunk):
+    sa = pytest.importorskip("sqlalchemy", reason="SQLAlchemy is not installed: to_sql needs it")
+    uri = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    eng = sa.create_engine(uri)
+    pdf = pd.DataFrame({
+        "a": np.arange(17), "f": [1.5, None, 3.25] * 5 + [0.0, 1.0],
+        "s": [None if k % 5 == 0 else f"w{k}" for k in range(17)],
+        "t": pd.date_range("2021-01-01", periods=17, freq="D"),
+        "c": pd.Categorical(list("xyz" * 5 + "xy")),
+    }, index=pd.Index(np.arange(17)[::-1] * 3, name="k"))
+    m = md.DataFrame(pdf, chunk_size=chunk)
+
+    def table(name, **kw):
+        return pd.read_sql_table(name, eng, **kw)
+
+    def expected(frame, name, **kw):
+        frame.to_sql(name, eng, **kw)
+        return table(name)
+
+    res = m.to_sql("t", uri)  # runs now (rows in the frame's order); Mars's .execute() is a no-op
+    res.execute()
+    pd.testing.assert_frame_equal(table("t"), expected(pdf, "e"))
+    assert res.shape == (0, 0)
+    # Mars's if_exists: "fail" raises pandas' error, "append" adds, "replace" starts over
+    with pytest.raises(ValueError, match="already exists"):
+        m.to_sql("t", eng)
+    m.to_sql("t", eng, if_exists="append")
+    pdf.to_sql("e", eng, if_exists="append")
+    pd.testing.assert_frame_equal(table("t"), table("e"))
+    m.to_sql("t", eng, if_exists="replace", index=False)
+    pd.testing.assert_frame_equal(table("t"), expected(pdf, "e2", index=False))
+    # a Series; an index label; sqlalchemy dtypes; unknown lengths with empty chunks
+    m["f"].to_sql("sf", uri, index_label="idx", dtype={"f": sa.Float()})
+    pd.testing.assert_frame_equal(table("sf"), expected(pdf["f"], "ef", index_label="idx", dtype={"f": sa.Float()}))
+    filtered = m[m["a"] % 4 == 1]
+    filtered.to_sql("filt", eng, chunksize=2, method="multi")
+    pd.testing.assert_frame_equal(table("filt"), expected(pdf[pdf["a"] % 4 == 1], "efilt"))
+    m[m["a"] > 100].to_sql("none", eng)
+    pd.testing.assert_frame_equal(table("none"), expected(pdf.iloc[:0], "enone"))
+    with pytest.raises(ValueError, match="is not valid for if_exists"):
+        m.to_sql("t", eng, if_exists="nope")
+    with pytest.raises(TypeError, match="DBAPI"):
+        m.to_sql("t", object())
+    eng.dispose()

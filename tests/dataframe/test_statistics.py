@@ -282,3 +282,60 @@ def test_monotonic(client, chunk):
     empty = md.Series(pd.Series([], dtype=float), chunk_size=chunk)
     pairs.append((empty.is_monotonic_decreasing, True))
     check(pairs)
+
+
+# ---- md.CustomReduction ---------------------------------------------------------------------
+
+
+class _Sum(md.CustomReduction):
+    def agg(self, x):
+        return x.sum()
+
+
+class _Mean(md.CustomReduction):
+    def pre(self, x):
+        return x.sum(), x.count()
+
+    def agg(self, s, c):
+        return s.sum(), c.sum()
+
+    def post(self, s, c):
+        return s / c
+
+
+class _Unique(md.CustomReduction):
+    pre_with_agg = True
+
+    def pre(self, x):
+        return pd.Series(x.unique())
+
+    def agg(self, x):
+        return pd.Series(x.unique())
+
+    def post(self, x):
+        return x.unique()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 100])
+def test_custom_reduction_by_the_tree(chunk):
+    """Mars's protocol (pre, agg on the concatenated partials, post) on every chunking,
+    through ``r(s)``, ``s.agg(r)``, ``df.agg(r)`` and a list with pandas' own names; equal to
+    the reduction of the local object."""
+    s = pd.Series([1.0, 2, 3, np.nan, 5, 6, 7, 7], name="x")
+    df = pd.DataFrame({"a": np.arange(8), "b": s.to_numpy()})
+    ms, mdf = md.Series(s, chunk_size=chunk), md.DataFrame(df, chunk_size=chunk)
+    assert _Sum()(ms).execute().fetch() == _Sum()(s) == s.sum()
+    assert ms.agg(_Mean()).execute().fetch() == _Mean()(s) == s.mean()
+    np.testing.assert_array_equal(_Unique()(ms).execute().fetch(), s.unique())
+    pd.testing.assert_series_equal(mdf.agg(_Mean()).execute().fetch(), df.agg(_Mean()))
+    pd.testing.assert_frame_equal(mdf.agg(["sum", _Mean()]).execute().fetch(), df.agg(["sum", _Mean()]))
+    # empty chunks (a filter that leaves some chunks without rows), unknown length
+    f = ms[ms > 4]
+    assert f.agg(_Mean()).execute().fetch() == s[s > 4].mean()
+
+
+def test_custom_reduction_errors():
+    with pytest.raises(NotImplementedError, match="GPU"):
+        _Sum(is_gpu=True)
+    with pytest.raises(NotImplementedError):
+        md.CustomReduction()(pd.Series([1, 2]))  # agg is the user's to define
