@@ -14,6 +14,8 @@ The data is generated here and written as 20 parquet files (``rows / 20`` rows e
 (4) sort_values on 10M rows    df.sort_values("v"), kept on the cluster
 (5) read_parquet + filter + groupby over 20 files, -> client
 (6) rolling(100).mean() on all rows, kept on the cluster (see rolling_workload)
+(7) merge(how="left") 10M x 1M on the int key k1, kept on the cluster (see merge_left_workload)
+(8) groupby("k2").cumsum() on all rows, kept on the cluster (see cumsum_workload)
 
 (1)-(4) start from data already loaded on the workers in both systems (mars: execute(),
 dask: persist()); runs alternate between the systems; medians and mars_dask/dask ratios.
@@ -87,6 +89,67 @@ def rolling_workload(client, reps, mdf, nparts):
     return ("(6) rolling(100).mean()", tm, td, "<= 1.00", f"pandas {pdf_time:.2f}s")
 
 
+def merge_left_workload(client, reps, mdf, mright, ddf, dright):
+    """(7) ``merge(right, on="k1", how="left")``, kept on the cluster: every key matches, so
+    pandas keeps every dtype and the left order; mars_dask's result is checked equal to
+    pandas' (dtypes, order, index), dask's by length and dtypes (its row order is not
+    pandas').  Times them alternately; returns the table row."""
+    pdf, pright = mdf.fetch(), mright.fetch()
+    pdf_time = timed(lambda: pdf.merge(pright, on="k1", how="left"))
+    exp = pdf.merge(pright, on="k1", how="left")
+    del pdf, pright
+    baseline = n_tasks(client)
+
+    def run_mars():
+        t = mdf.merge(mright, on="k1", how="left")
+        t.execute()
+        return t
+
+    def run_dask():
+        y = ddf.merge(dright, on="k1", how="left").persist()
+        wait(y)
+        return y
+
+    pd.testing.assert_frame_equal(run_mars().fetch(), exp)
+    got = run_dask().compute()
+    assert len(got) == len(exp) and got.dtypes.to_dict() == exp.dtypes.to_dict(), got.dtypes
+    del got, exp
+    settle(client, baseline)
+    tm, td = alternate(client, baseline, reps, run_mars, run_dask)
+    return ('(7) merge(how="left") (rows x rows/10)', tm, td, "<= 1.00", f"pandas {pdf_time:.2f}s")
+
+
+def cumsum_workload(client, reps, mdf, ddf):
+    """(8) ``groupby("k2").cumsum()`` (100 groups) over every row, kept on the cluster:
+    mars_dask passes each group's running sums from chunk to chunk (groupby/scan.py), no
+    shuffle; dask.dataframe's cumulative groupby does the same kind of scan.  Checks both
+    against pandas (mars_dask exactly: order, index, dtypes), then times them alternately.
+    Returns the table row."""
+    pdf = mdf.fetch()
+    pdf_time = timed(lambda: pdf.groupby("k2").cumsum())
+    exp = pdf.groupby("k2").cumsum()
+    del pdf
+    baseline = n_tasks(client)
+
+    def run_mars():
+        t = mdf.groupby("k2").cumsum()
+        t.execute()
+        return t
+
+    def run_dask():
+        y = ddf.groupby("k2").cumsum().persist()
+        wait(y)
+        return y
+
+    pd.testing.assert_frame_equal(run_mars().fetch(), exp)
+    got = run_dask().compute()
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), exp.reset_index(drop=True), check_exact=False)
+    del got, exp
+    settle(client, baseline)
+    tm, td = alternate(client, baseline, reps, run_mars, run_dask)
+    return ('(8) groupby("k2").cumsum()', tm, td, "<= 1.00", f"pandas {pdf_time:.2f}s")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
@@ -157,6 +220,10 @@ def main(argv=None):
             rows_out.append(("(5) read_parquet+filter+groupby, 20 files", tm, td, "<= 1.10", f"pandas {pandas_times['(5)']:.2f}s"))
             settle(client, baseline)
             rows_out.append(rolling_workload(client, reps, mdf, NFILES))
+            settle(client, baseline)
+            rows_out.append(merge_left_workload(client, reps, mdf, mright, ddf, dright))
+            settle(client, baseline)
+            rows_out.append(cumsum_workload(client, reps, mdf, ddf))
 
     print(f"\n{rows:,} rows, 2 workers x 1 thread; medians of {reps} runs")
     print_table(rows_out, extra="pandas single process")

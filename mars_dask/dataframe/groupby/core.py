@@ -16,7 +16,11 @@ partials of the first ``combine-size`` chunks first (iterative tiling: the chunk
 and their lengths read back, they are reused afterwards) and picks the shuffle when those
 partials keep more than ``groupby-shuffle-ratio`` of their input rows (many groups).
 
-Everything else (``nunique``, ``median``, user functions in ``agg``, ``apply``,
+``sem`` is finished from the same partials as ``std`` (pandas' ``std / sqrt(count)``), and
+``all``/``any`` combine their partials with ``all``/``any``.  Every reduction method takes
+Mars's ``method=`` and ``combine_size=`` besides pandas' arguments.
+
+Everything else (``nunique``, ``median``, ``skew``, ``kurt``, user functions in ``agg``, ``apply``,
 ``transform`` of functions) shuffles the raw rows so that each group is whole in one
 partition, then runs pandas' groupby there.  ``sort=False`` order is pandas'
 first-appearance order, restored from each group's first global row position.
@@ -35,9 +39,11 @@ from ..core import DataFrame, DataFrameOperand, Series, frame_nsplits, nan
 from ..map import DataFrameMap
 from ..shuffle import shuffle_chunks
 from . import kernels as K
+from . import keys as GK
 
-_DECOMPOSABLE = {"sum", "count", "size", "min", "max", "first", "last", "prod", "mean", "var", "std"}
-_NUMERIC_ONLY = {"sum", "prod", "mean", "var", "std"}
+_DECOMPOSABLE = {"sum", "count", "size", "min", "max", "first", "last", "prod", "mean", "var", "std", "sem",
+                 "all", "any"}
+_NUMERIC_ONLY = {"sum", "prod", "mean", "var", "std", "sem"}
 
 
 def _combine_size() -> int:
@@ -54,6 +60,14 @@ def _shuffle_ratio() -> float:
 
 def _empty_chunk_meta():
     return pd.DataFrame()
+
+
+def _is_label(x) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return not isinstance(x, (pd.Series, pd.Index, np.ndarray))
 
 
 def _is_getitem_of(key: Series, df: DataFrame):
@@ -94,8 +108,16 @@ class GroupBy:
         items = by if isinstance(by, list) else [by]
         if not items:
             raise ValueError("No group keys passed!")
+        if (isinstance(by, list) and len(by) == obj.shape[0] and not self._all_labels(by)
+                and all(_is_label(x) and not callable(x) for x in by)):
+            items = [np.asarray(by)]  # pandas: a list of values, one per row, is one key
         spec = []
         key_tileables = []
+
+        def add_key(key):
+            spec.append(("tmp", K.tmp_name(len(key_tileables)), key.name))
+            key_tileables.append(key)
+
         for it in items:
             if isinstance(it, Tileable):
                 if not isinstance(it, Series):
@@ -110,21 +132,26 @@ class GroupBy:
                         "a Series used as a groupby key must have the same index and partitioning as the "
                         "object grouped (e.g. a column of it or computed from it)"
                     )
-                spec.append(("tmp", K.tmp_name(len(key_tileables)), it.name))
-                key_tileables.append(it)
-            elif isinstance(it, (pd.Series, np.ndarray, pd.Index)) or callable(it) or isinstance(it, dict):
-                raise NotImplementedError(
-                    "groupby by arrays, functions or mappings is not supported; pass column labels or Series"
-                )
-            else:
-                if isinstance(obj, Series):
-                    raise NotImplementedError("Series.groupby by a label (index level) is not supported; pass a Series")
-                if it not in obj.columns:
-                    raise KeyError(it)
+                add_key(it)
+            elif isinstance(it, (np.ndarray, pd.Index, pd.api.extensions.ExtensionArray)):
+                add_key(GK.array_key(obj, it))
+            elif isinstance(it, (pd.Series, dict)) or callable(it):
+                add_key(GK.map_key(obj, it))
+            elif isinstance(obj, DataFrame) and _is_label(it) and it in obj.columns:
                 spec.append(("col", it))
+            elif _is_label(it) and it in obj.data.meta.index.names:
+                add_key(GK.level_key(obj, it))  # pandas: a label naming an index level
+            else:
+                raise KeyError(it)
         self.spec = spec
         self.keys = key_tileables
         self.is_series_obj = isinstance(obj, Series)
+
+    def _all_labels(self, items) -> bool:
+        obj = self.obj
+        names = set(n for n in obj.data.meta.index.names if n is not None)
+        cols = set(obj.columns) if isinstance(obj, DataFrame) else set()
+        return all(_is_label(x) and (x in cols or x in names) for x in items)
 
     def _copy(self, **kw):
         new = GroupBy.__new__(GroupBy)
@@ -249,7 +276,7 @@ class GroupBy:
             if f in _NUMERIC_ONLY and not (pd.api.types.is_numeric_dtype(dt) and dt.kind != "c"
                                            and not isinstance(dt, pd.CategoricalDtype)):
                 return False
-        if "ddof" in fkw and not all(f in ("var", "std") for _, f in items):
+        if "ddof" in fkw and not all(f in ("var", "std", "sem") for _, f in items):
             return False
         return True
 
@@ -258,7 +285,9 @@ class GroupBy:
             return {K.VAL: self.obj.dtype}
         return dict(self.obj.dtypes.items())
 
-    def agg(self, func=None, *args, method=None, **kwargs):
+    def agg(self, func=None, method=None, combine_size=None, *args, **kwargs):
+        """pandas' ``agg`` with Mars's ``method`` ("auto", "tree", "shuffle") and
+        ``combine_size`` (partials combined per tree node)."""
         call_spec = ("agg", (func, *args), kwargs) if func is not None else ("agg", args, kwargs)
         named = kwargs if func is None else {}
         meta = self._infer(call_spec)
@@ -266,11 +295,11 @@ class GroupBy:
         fkw = {} if func is None else dict(kwargs)
         if args:
             items = None
-        return self._aggregate(call_spec, meta, items, fkw, method)
+        return self._aggregate(call_spec, meta, items, fkw, method, combine_size)
 
     aggregate = agg
 
-    def _aggregate(self, call_spec, meta, items, fkw, method):
+    def _aggregate(self, call_spec, meta, items, fkw, method, combine_size=None):
         method = method or self.method or _default_method()
         if method not in ("auto", "tree", "shuffle"):
             raise ValueError(f"method must be 'auto', 'tree' or 'shuffle', got {method!r}")
@@ -281,7 +310,7 @@ class GroupBy:
         if self._decomposable(items, fkw):
             ddof = fkw.get("ddof", 1)
             itemsd = [(c, f, ddof) for c, f in items]
-            op = GroupByAgg(self, itemsd, method, meta, out_series)
+            op = GroupByAgg(self, itemsd, method, meta, out_series, combine_size)
         else:
             op = GroupByRaw(self, call_spec, method, meta)
         return op.new_output(meta, nan, range_index=not self.as_index)
@@ -289,14 +318,16 @@ class GroupBy:
     def _n_index_cols(self, meta) -> int:
         return len(self.spec)
 
-    def _method(self, name, **kw):
+    def _method(self, name, method=None, combine_size=None, **kw):
         call_spec = (name, (), kw)
         meta = self._infer(call_spec)
         if name == "size":
             items = [(None, "size")]
         else:
             items = [(c, name) for c in self._value_cols()]
-        return self._aggregate(call_spec, meta, items, kw, None)
+        return self._aggregate(call_spec, meta, items, kw, method, combine_size)
+
+    # Mars's GroupBy reductions: pandas' arguments plus ``method=``/``combine_size=``
 
     def sum(self, **kw):
         return self._method("sum", **kw)
@@ -304,11 +335,11 @@ class GroupBy:
     def mean(self, **kw):
         return self._method("mean", **kw)
 
-    def count(self):
-        return self._method("count")
+    def count(self, **kw):
+        return self._method("count", **kw)
 
-    def size(self):
-        return self._method("size")
+    def size(self, **kw):
+        return self._method("size", **kw)
 
     def min(self, **kw):
         return self._method("min", **kw)
@@ -331,8 +362,25 @@ class GroupBy:
     def var(self, ddof=1, **kw):
         return self._method("var", ddof=ddof, **kw)
 
-    def nunique(self, dropna=True):
-        return self._method("nunique", dropna=dropna)
+    def sem(self, ddof=1, **kw):
+        return self._method("sem", ddof=ddof, **kw)
+
+    def all(self, **kw):
+        return self._method("all", **kw)
+
+    def any(self, **kw):
+        return self._method("any", **kw)
+
+    def skew(self, **kw):
+        return self._method("skew", **kw)
+
+    def kurt(self, **kw):
+        return self._method("kurt", **kw)
+
+    kurtosis = kurt  # Mars's name (pandas' GroupBy only has kurt)
+
+    def nunique(self, dropna=True, **kw):
+        return self._method("nunique", dropna=dropna, **kw)
 
     def median(self, **kw):
         return self._method("median", **kw)
@@ -403,7 +451,7 @@ class _GroupByOp(DataFrameOperand):
         return [([c], frame_nsplits(meta, (nan,)))]
 
     def _tree(self, parts, combine, args, suffix="combine"):
-        cs = max(2, _combine_size())
+        cs = max(2, getattr(self, "combine_size", None) or _combine_size())
         level = 0
         while len(parts) > cs:
             parts = [
@@ -420,11 +468,12 @@ class GroupByAgg(_GroupByOp):
 
     _op_name = "groupby-agg"
 
-    def __init__(self, gb, items, method, meta, out_series):
-        super().__init__(gb, items=items, method=method)
+    def __init__(self, gb, items, method, meta, out_series, combine_size=None):
+        super().__init__(gb, items=items, method=method, combine_size=combine_size)
         self.items = items
         self.method = method
         self.out_series = out_series
+        self.combine_size = combine_size
 
     def _pcols(self, need_pos):
         pcols = []
@@ -439,7 +488,7 @@ class GroupByAgg(_GroupByOp):
             elif f == "mean":
                 add((col, "sum"))
                 add((col, "count"))
-            elif f in ("var", "std"):
+            elif f in ("var", "std", "sem"):
                 add((col, "count"))
                 add((col, "sum"))
                 add((col, "m2"))
@@ -470,7 +519,7 @@ class GroupByAgg(_GroupByOp):
             if n <= 1:
                 method = "tree"
             else:
-                k = min(n, max(2, _combine_size()))
+                k = min(n, max(2, self.combine_size or _combine_size()))
                 sample_in = [in_chunks[i][0] for i in range(k)]
                 req = [c for c in sample_in if has_unknown(c.shape)] + partials[:k]
                 yield req
@@ -617,21 +666,27 @@ class GroupByBroadcast(_GroupByOp):
 
 
 class GroupByCumcount(_GroupByOp):
-    """cumcount: per-chunk counts, offsets of the preceding chunks by a chain of adds."""
+    """cumcount: per-chunk counts, offsets of the preceding chunks by a chain of adds
+    (:class:`~.scan.GroupByHead` reuses the chain with another last step)."""
 
     _op_name = "groupby-cumcount"
 
-    def __init__(self, gb, ascending, meta):
-        super().__init__(gb, ascending=ascending)
+    def __init__(self, gb, ascending, meta, **params):
+        super().__init__(gb, ascending=ascending, **params)
         self.ascending = ascending
+
+    def _final_chunk(self, i, oc, kc, offset, ctx):
+        meta = self.output.meta
+        return self.new_chunk(i, oc.shape[0], K.cumcount_chunk, (oc, kc, offset, ctx, self.ascending, meta))
 
     def tile(self):
         meta = self.output.meta
         ctx = self._ctx(None)
         in_chunks = self._in_chunks()
         n = len(in_chunks)
+        size_meta = pd.Series([], dtype=np.int64)
         sizes = [
-            self.new_chunk(i, nan, K.group_sizes, (oc, kc, ctx), meta=meta, suffix="-sizes")
+            self.new_chunk(i, nan, K.group_sizes, (oc, kc, ctx), meta=size_meta, suffix="-sizes")
             for i, (oc, kc) in enumerate(in_chunks)
         ]
         order = range(n) if self.ascending else range(n - 1, -1, -1)
@@ -640,20 +695,27 @@ class GroupByCumcount(_GroupByOp):
         for step, i in enumerate(order):
             offsets[i] = carry
             if step < n - 1:
-                carry = self.new_chunk(step, nan, K.add_sizes, (carry, sizes[i]), meta=meta, suffix="-carry")
-        chunks = [
-            self.new_chunk(i, oc.shape[0], K.cumcount_chunk, (oc, kc, offsets[i], ctx, self.ascending, meta))
-            for i, (oc, kc) in enumerate(in_chunks)
-        ]
+                carry = self.new_chunk(step, nan, K.add_sizes, (carry, sizes[i]), meta=size_meta, suffix="-carry")
+        chunks = [self._final_chunk(i, oc, kc, offsets[i], ctx) for i, (oc, kc) in enumerate(in_chunks)]
         return [(chunks, frame_nsplits(meta, [c.shape[0] for c in chunks]))]
 
 
 def groupby(obj, by=None, level=None, as_index=True, sort=True, group_keys=True, observed=True, dropna=True,
             method=None):
-    """``df.groupby(by, as_index=, sort=, dropna=, observed=)`` (pandas 3's defaults), with
-    Mars's ``method=`` ("auto", "tree" or "shuffle") for aggregations."""
+    """``df.groupby(by, level=, as_index=, sort=, dropna=, observed=)`` (pandas 3's defaults),
+    with Mars's ``method=`` ("auto", "tree" or "shuffle") for aggregations.
+
+    ``by`` takes what pandas takes: column labels, index level names, aligned Series,
+    functions and mappings of the index labels, arrays with one key per row, or a list
+    mixing them; ``level=`` groups by index levels."""
     if level is not None:
-        raise NotImplementedError("groupby(level=...) is not supported; reset_index() and group by the column")
+        if by is not None:
+            raise TypeError("groupby: pass either 'by' or 'level', not both")
+        levels = level if isinstance(level, (list, tuple)) else [level]
+        if not levels:
+            raise ValueError("No group keys passed!")
+        by = [GK.level_key(obj, lv) for lv in levels]
+        by = by if isinstance(level, (list, tuple)) else by[0]
     if method is not None and method not in ("auto", "tree", "shuffle"):
         raise ValueError(f"method must be 'auto', 'tree' or 'shuffle', got {method!r}")
     if not isinstance(as_index, bool) or not isinstance(sort, bool) or not isinstance(dropna, bool):

@@ -125,7 +125,7 @@ def concat(parts):
 # a partial column is (column, kind) with kind in sum count size min max first last prod m2 pos
 _COMBINE = {
     "sum": "sum", "count": "sum", "size": "sum", "min": "min", "max": "max", "first": "first",
-    "last": "last", "prod": "prod", "m2": "sum", "pos": "min",
+    "last": "last", "prod": "prod", "m2": "sum", "pos": "min", "all": "all", "any": "any",
 }
 
 
@@ -207,12 +207,15 @@ def finish_partials(p, items, pcols, meta, out_series):
                 s = p[f"p{pcols.index((col, 'sum'))}"]
                 n = p[f"p{pcols.index((col, 'count'))}"]
                 res.append(s / n)
-            elif fn in ("var", "std"):
+            elif fn in ("var", "std", "sem"):
                 n = p[f"p{pcols.index((col, 'count'))}"].astype("float64")
                 m2 = p[f"p{pcols.index((col, 'm2'))}"].astype("float64")
                 d = n - ddof
                 v = (m2 / d).where(d > 0, np.nan)
-                res.append(np.sqrt(v) if fn == "std" else v)
+                if fn == "sem":  # pandas: std / sqrt(count)
+                    res.append(np.sqrt(v) / np.sqrt(n))
+                else:
+                    res.append(np.sqrt(v) if fn == "std" else v)
             else:
                 res.append(p[f"p{pcols.index((col, fn))}"])
     if out_series:
@@ -222,8 +225,15 @@ def finish_partials(p, items, pcols, meta, out_series):
     return out
 
 
+def _castable(s, dtype) -> bool:
+    """Would ``s.astype(dtype)`` keep the values?  Missing values (rows a chunk left out of
+    every group, as pandas does) cannot become numpy bools or ints: pandas' own result is
+    upcast there, and ``astype(bool)`` would silently turn NaN into True."""
+    return not (isinstance(dtype, np.dtype) and dtype.kind in "biu" and s.isna().any())
+
+
 def _cast_series(s, meta):
-    if isinstance(meta, pd.Series) and s.dtype != meta.dtype:
+    if isinstance(meta, pd.Series) and s.dtype != meta.dtype and _castable(s, meta.dtype):
         try:
             s = s.astype(meta.dtype)
         except (TypeError, ValueError):
@@ -243,7 +253,7 @@ def cast_like(res, meta):
     if len(res.columns) == len(meta.columns):
         res.columns = meta.columns
     for c, dt in meta.dtypes.items():
-        if c in res.columns and res[c].dtype != dt:
+        if c in res.columns and res[c].dtype != dt and _castable(res[c], dt):
             try:
                 res[c] = res[c].astype(dt)
             except (TypeError, ValueError):
