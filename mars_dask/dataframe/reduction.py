@@ -320,6 +320,17 @@ def moment_statistic(p: tuple, name: str, ddof=1, bias=False, fisher=True) -> np
     return res if fisher else res + 3.0
 
 
+def fold_partials(parts, merge):
+    """The non-empty partials (None: an empty chunk) merged pairwise, or None."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    acc = parts[0]
+    for b in parts[1:]:
+        acc = merge(acc, b)
+    return acc
+
+
 class MomentReducer(_ColumnReducer):
     """``mean var std sem skew kurt``: partial ``(n, sum, M2[, M3, M4])`` per column (see
     :func:`chunk_moments`), merged with :func:`merge_moments`."""
@@ -331,13 +342,7 @@ class MomentReducer(_ColumnReducer):
         return chunk_moments(_float_matrix(x), _MOMENT_ORDER[self.name], self.skipna)
 
     def combine(self, parts):
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            return None
-        acc = parts[0]
-        for b in parts[1:]:
-            acc = merge_moments(acc, b)
-        return acc
+        return fold_partials(parts, merge_moments)
 
     def values(self, p):
         res = moment_statistic(p, self.name, self.ddof, self.bias, self.fisher)[0]

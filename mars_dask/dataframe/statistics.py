@@ -33,7 +33,7 @@ from .core import DataFrame, DataFrameOperand, Index, Series, frame_nsplits, nan
 from .map import aligned, map_rows
 from .reduction import (
     GatherReducer, Reducer, _as_frame, _call_method, _cast_like, _check_axis, _float_matrix,
-    _np_dtype, _numeric_positions, _probe, _quiet, _validate_bool, tree_reduce,
+    _np_dtype, _numeric_positions, _probe, _quiet, _validate_bool, fold_partials, tree_reduce,
 )
 
 __all__: list[str] = []
@@ -377,13 +377,7 @@ class PearsonReducer(Reducer):
         return pair_moments(*self._xy(_float_matrix(x)))
 
     def combine(self, parts):
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            return None
-        acc = parts[0]
-        for b in parts[1:]:
-            acc = merge_pair_moments(acc, b)
-        return acc
+        return fold_partials(parts, merge_pair_moments)
 
     def finish(self, parts):
         p = self.combine(parts)
