@@ -15,7 +15,7 @@ Public API is used where it exists and is not listed: plugin hooks, ``Worker.plu
 
 Contacts. Before this module: about 30 kinds spread over 10 files, 75 code lines (the worker,
 nanny, store, session side) plus 83 in the scheduler plugins (``_restart.py`` 29, ``_quota.py``
-5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 37 checked contacts
+5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 38 checked contacts
 (:data:`CONTACTS`, the rows below; a row with several names is one contact read and written)
 served by 58 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
 ``_nanny.py``, ``_scheduler.py``, ``_restart.py``, ``_quota.py``, ``_failover.py``,
@@ -48,6 +48,9 @@ hook_worker_close                  ``Worker.close`` shadowed per instance; reaso
 worker_is_running                  ``distributed.worker.WORKER_ANY_RUNNING``           scheduler-loss-restart
 set_resource_before_registration   ``WorkerState.total_resources/available_resources`` quota
 next_ready_tasks                   ``WorkerState.ready/constrained`` + HeapSet.peekn   store-read-ahead
+prune_worker_dependencies          ``Worker.handle_stimulus`` wrapped per instance;    failover-checkpoints
+                                   worker task edges edited before a compute-task;
+                                   ``WorkerState._transitions`` (released->forgotten)
 worker_holding_store               ``Worker._instances``                               store-without-plugin
 worker_process                     ``Nanny.process`` (WorkerProcess) ``.process``      restart-recovery
 worker_process_address             ``WorkerProcess.worker_address`` (read)             restart-recovery
@@ -193,6 +196,16 @@ def _probe_worker_running():
 def _probe_worker_state():
     from distributed.worker_state_machine import WorkerState
     return _has(WorkerState, "total_resources", "available_resources")
+
+
+def _probe_dependency_pruning():
+    from distributed.worker import Worker
+    from distributed.worker_state_machine import ComputeTaskEvent, FreeKeysEvent, TaskState, WorkerState
+    return (_has(Worker, "handle_stimulus") and {"keys", "stimulus_id"} <= set(FreeKeysEvent.__dataclass_fields__)
+            and _params(WorkerState._transitions, "recommendations", "stimulus_id")
+            and {"who_has", "run_spec", "key"} <= set(ComputeTaskEvent.__dataclass_fields__)
+            and {"dependencies", "dependents", "waiters", "waiting_for_data", "state"}
+            <= set(TaskState.__dataclass_fields__))
 
 
 def _probe_ready_heaps():
@@ -408,6 +421,7 @@ CONTACTS: dict = {
     "worker_is_running": (_probe_worker_running, ("scheduler-loss-restart",), "worker"),
     "set_resource_before_registration": (_probe_worker_state, ("quota",), "worker"),
     "next_ready_tasks": (_probe_ready_heaps, ("store-read-ahead",), "worker"),
+    "prune_worker_dependencies": (_probe_dependency_pruning, ("failover-checkpoints",), "worker"),
     "worker_holding_store": (_probe_worker_instances, ("store-without-plugin",), "worker"),
     "worker_process": (_probe_worker_process, ("restart-recovery", "scheduler-loss-restart"), "nanny"),
     "memory_terminated_pid": (_probe_memory_terminated, ("restart-recovery",), "nanny"),
@@ -511,6 +525,82 @@ def _reset() -> None:  # tests
 
 
 # -- worker ----------------------------------------------------------------------------------
+#: worker task states in which a ``compute-task`` (re)links the key's dependencies
+#: (``WorkerState._handle_compute_task``, distributed 2026.6.0-2026.8.0); executing ones
+#: ("cancelled", "resumed") keep theirs: their run is under way
+_RELINKED = frozenset({"released", "error", "fetch", "flight", "missing"})
+#: states of a dependency left unused by a pruning that the pruning lets go of (in memory it
+#: is the scheduler's to release)
+_UNUSED_STATES = frozenset({"released", "fetch", "flight", "missing"})
+
+
+def _prune_dependencies(state, ev) -> list:
+    """Before ``ev`` (a ``ComputeTaskEvent``) is handled: drop the dependencies the worker
+    recorded for ``ev.key`` that neither ``ev`` names nor its recipe reads (the key's recipe
+    changed: a checkpoint; see the module docstring). Returns those no other task of the
+    worker needs any more (to be forgotten)."""
+    ts = state.tasks.get(ev.key)
+    if ts is None or not ts.dependencies or ts.state not in _RELINKED:
+        return []
+    needed = getattr(ev.run_spec, "dependencies", None)  # the keys the new recipe reads
+    if needed is None:
+        return []
+    named = ev.who_has
+    unused = []
+    for dts in [d for d in ts.dependencies if d.key not in named and d.key not in needed]:
+        ts.dependencies.discard(dts)
+        ts.waiting_for_data.discard(dts)
+        dts.dependents.discard(ts)
+        dts.waiters.discard(ts)
+        if not dts.dependents:
+            unused.append(dts)
+    return unused
+
+
+def install_dependency_pruning(worker) -> None:
+    """Make each ``compute-task`` authoritative about its key's dependencies on ``worker``:
+    the ones the worker recorded that the message does not name and the new recipe does not
+    read are dropped before Dask handles it, and those left unused are forgotten (why: a
+    checkpoint changes a key's recipe, which Dask never does: ``plugins/_checkpoint.py``).
+    Wraps ``worker.handle_stimulus`` (an instance attribute: every event reaches the
+    ``WorkerState`` through it) and relies on ``WorkerState.tasks`` / ``_transitions``,
+    ``ComputeTaskEvent.who_has`` / ``run_spec``, ``FreeKeysEvent`` and the task states'
+    edges (``dependencies``, ``dependents``, ``waiters``, ``waiting_for_data``):
+    2026.6.0-2026.8.0. Installing twice is harmless."""
+    from distributed.worker_state_machine import ComputeTaskEvent, FreeKeysEvent
+
+    orig = worker.handle_stimulus
+    if getattr(orig, "_mars_prunes", False):
+        return
+    state = worker.state
+
+    def handle_stimulus(*stims):
+        unused = []
+        for ev in stims:
+            if isinstance(ev, ComputeTaskEvent):
+                unused += _prune_dependencies(state, ev)
+        orig(*stims)
+        # let go of them the way the scheduler's "free-keys" does (through the worker's own
+        # handle_stimulus, so that whatever instructions follow are carried out)
+        forget = [d for d in unused if d.state in _UNUSED_STATES and not d.dependents and not d.waiters
+                  and state.tasks.get(d.key) is d]
+        sid = f"mars-checkpoint-prune-{stims[-1].stimulus_id}"
+        released = {d: "forgotten" for d in forget if d.state == "released"}
+        if released:  # ("free-keys" leaves a released key be; forgetting one instructs nothing)
+            state._transitions(released, stimulus_id=sid)
+        others = [d.key for d in forget if d not in released]
+        if others:
+            orig(FreeKeysEvent(keys=others, stimulus_id=sid))
+
+    handle_stimulus._mars_prunes = True
+    worker.handle_stimulus = handle_stimulus
+
+
+def uninstall_dependency_pruning(worker) -> None:
+    if getattr(worker.__dict__.get("handle_stimulus"), "_mars_prunes", False):
+        del worker.handle_stimulus  # the class's method again
+
+
 def hook_worker_close(worker, make_close) -> None:
     """Shadow ``worker.close`` with ``make_close(original)`` (an instance attribute, so that
     ``Worker.handle_scheduler``'s ``self.close(reason=BROKEN_REASON)`` comes there); relies on

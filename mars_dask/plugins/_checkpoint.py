@@ -33,6 +33,17 @@ plugin), because the directory may be on a file system that others can write:
   ``mars-failover`` and a warning that clients print. ``execute(checkpoint=True)`` returns
   normally, since the write happens after its results are done; scattered data, which has
   no lineage, is then as lost as in plain Dask when its holder dies.
+
+A checkpoint changes a key's dependencies (its new recipe has none), which Dask never does:
+a worker adds the dependencies a ``compute-task`` message names to those it already
+recorded for the key and never drops any. A worker keeps a released key's task state (with
+its old dependencies) while a result it holds was computed from it, so after a node loss
+the loader sent to a surviving worker that had computed the key would wait for ever for
+inputs the cluster has forgotten (two shuffles in a row: the second one's map outputs,
+fused with the first one's reducers). This plugin therefore makes each ``compute-task``
+authoritative on its worker (``_dask_internals.install_dependency_pruning``): the recorded dependencies that
+it does not name and its recipe does not read are dropped, and those left unused are
+forgotten.
 """
 
 from __future__ import annotations
@@ -136,9 +147,12 @@ class MarsCheckpointPlugin(WorkerPlugin):
         self.worker = worker
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mars-checkpoint")
         DI.register_handlers(worker, handlers={"mars_checkpoint": self._checkpoint_keys})
+        if DI.enabled("failover-checkpoints"):
+            DI.install_dependency_pruning(worker)
 
     def teardown(self, worker):
         self._pool.shutdown(wait=False, cancel_futures=True)
+        DI.uninstall_dependency_pruning(worker)
 
     def transition(self, key, start, finish, **kwargs):
         if finish != "memory" or start not in ("executing", "long-running"):
