@@ -3,6 +3,7 @@ with pandas single-process times for scale.
 
     python benchmarks/bench_dataframe.py            # 10M rows (the sizes)
     python benchmarks/bench_dataframe.py --quick    # 200k rows, a smoke run
+    python benchmarks/bench_dataframe.py --only 678 # some of the workloads below
 
 The data is generated here and written as 20 parquet files (``rows / 20`` rows each):
 ``k1`` (about ``rows / 10`` distinct keys: 1M groups at 10M rows), ``k2`` (100 groups),
@@ -154,7 +155,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--only", default="12345678", help="workloads to run, e.g. '678' (default: all)")
     args = p.parse_args(argv)
+    only = set(args.only.replace(",", ""))
     rows = 200_000 if args.quick else 10_000_000
     reps = args.reps or (2 if args.quick else 3)
 
@@ -165,14 +168,15 @@ def main(argv=None):
         # pandas, single process, for scale
         pdf = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
         pright = pd.read_parquet(right_path)
-        pandas_times = {
-            "(1)": timed(lambda: pdf.groupby("k1").agg({"v": "mean", "w": "sum"})),
-            "(2)": timed(lambda: pdf.groupby("k2").agg({"v": "mean", "w": "sum"})),
-            "(3)": timed(lambda: pdf.merge(pright, on="k1")),
-            "(4)": timed(lambda: pdf.sort_values("v")),
-            "(5)": timed(lambda: (lambda d: d[d.v > 0.5].groupby("k2").agg({"w": "sum"}))(
-                pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))),
+        pandas_work = {
+            "(1)": lambda: pdf.groupby("k1").agg({"v": "mean", "w": "sum"}),
+            "(2)": lambda: pdf.groupby("k2").agg({"v": "mean", "w": "sum"}),
+            "(3)": lambda: pdf.merge(pright, on="k1"),
+            "(4)": lambda: pdf.sort_values("v"),
+            "(5)": lambda: (lambda d: d[d.v > 0.5].groupby("k2").agg({"w": "sum"}))(
+                pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)),
         }
+        pandas_times = {k: timed(f) for k, f in pandas_work.items() if k[1] in only}
         del pdf, pright
 
         with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", host="127.0.0.1") as cluster, Client(cluster) as client:
@@ -203,6 +207,8 @@ def main(argv=None):
             ]
             rows_out = []
             for name, fm, fd in cases:
+                if name[1] not in only:
+                    continue
                 tm, td = alternate(client, baseline, reps, fm, fd)
                 rows_out.append((name, tm, td, "<= 1.10", f"pandas {pandas_times[name[:3]]:.2f}s"))
 
@@ -214,16 +220,18 @@ def main(argv=None):
                 d = dd.read_parquet(left_path)
                 return d[d.v > 0.5].groupby("k2").agg({"w": "sum"}).compute()
 
-            pd.testing.assert_frame_equal(pipe_mars().sort_index(), pipe_dask().sort_index(), check_exact=False)
-            settle(client, baseline)
-            tm, td = alternate(client, baseline, reps, pipe_mars, pipe_dask)
-            rows_out.append(("(5) read_parquet+filter+groupby, 20 files", tm, td, "<= 1.10", f"pandas {pandas_times['(5)']:.2f}s"))
-            settle(client, baseline)
-            rows_out.append(rolling_workload(client, reps, mdf, NFILES))
-            settle(client, baseline)
-            rows_out.append(merge_left_workload(client, reps, mdf, mright, ddf, dright))
-            settle(client, baseline)
-            rows_out.append(cumsum_workload(client, reps, mdf, ddf))
+            if "5" in only:
+                pd.testing.assert_frame_equal(pipe_mars().sort_index(), pipe_dask().sort_index(), check_exact=False)
+                settle(client, baseline)
+                tm, td = alternate(client, baseline, reps, pipe_mars, pipe_dask)
+                rows_out.append(("(5) read_parquet+filter+groupby, 20 files", tm, td, "<= 1.10",
+                                 f"pandas {pandas_times['(5)']:.2f}s"))
+            for n, workload in (("6", lambda: rolling_workload(client, reps, mdf, NFILES)),
+                                ("7", lambda: merge_left_workload(client, reps, mdf, mright, ddf, dright)),
+                                ("8", lambda: cumsum_workload(client, reps, mdf, ddf))):
+                if n in only:
+                    settle(client, baseline)
+                    rows_out.append(workload())
 
     print(f"\n{rows:,} rows, 2 workers x 1 thread; medians of {reps} runs")
     print_table(rows_out, extra="pandas single process")
