@@ -87,7 +87,7 @@ _SECS = "0.0"
 
 def _hbar_figure(title: str, height: int = 220):
     """A figure of horizontal bars at y = 0, 1, ... whose labels are drawn inside the plot
-    from the bars' own data (the ``label`` column: :meth:`_Page.bar_labels`), not on the y
+    from the bars' own data (the ``label`` column: :func:`_bar_labels`), not on the y
     axis. Why: every change of a page is a message to the browser, and a label or range the
     browser lays out answers with one back (measured with two tabs open on a running job: the
     axis labels' "name (done/total)" re-laid the plot out, ``inner_width`` came back each
