@@ -16,12 +16,13 @@ Printed, as medians:
   last chunk), the scheduler's tasks/s over the latter, and the scheduler process's CPU
   seconds during the run (user + system): target with pages open at most 5% slower;
 - page update latency: how long after the job's last chunk finished on the scheduler the
-  open tileables page showed ``chunks done == chunks`` (the page refreshes every 1 s, so
-  about 0.5 s is expected; each run's figure is one sample);
+  open tileables page showed ``chunks done == chunks`` (the page refreshes every
+  ``mars-dask.dashboard.refresh-interval``, 2 s by default, so about 1 s is expected; each
+  run's figure is one sample);
 - what one refresh of each page costs the scheduler with the job's tasks in flight: the
   page's report (the route's function) plus its render into the bokeh models, timed in the
-  scheduler process (the pages refresh every 1-2 s; with the 5 pages open, per second:
-  tileables and quota twice, store and failover once).
+  scheduler process (tileables and quota every refresh interval, store and failover every
+  two; each of the four is open twice: on its own and in ``/mars``).
 
 Chromium runs on the same machine as the cluster (so its rendering competes with the
 scheduler for CPU there), in the idle scheduling class (``--no-nice-browser``: at the cluster's priority); the
@@ -324,6 +325,7 @@ def main(argv=None) -> int:
     from distributed import Client
 
     import mars_dask  # noqa: F401 - (the client side of execute())
+    from mars_dask.plugins._pages import refresh_ms  # (the scheduler reads the same config)
 
     n_rows = max(a.tasks // 2, 1)
     n_tasks = len(_job(n_rows).__dask_graph__())
@@ -387,10 +389,10 @@ def main(argv=None) -> int:
     lat = [r["latency"] for r in results["pages"] if "latency" in r]
     if lat:
         print(f"\npage update latency (job's last chunk -> tileables page shows it), s: median {statistics.median(lat):.2f}"
-              f", min {min(lat):.2f}, max {max(lat):.2f} (refresh every 1 s)")
+              f", min {min(lat):.2f}, max {max(lat):.2f} (refresh every {refresh_ms('tileables') / 1000:g} s)")
     print(f"\none refresh on the scheduler with {cost['tasks']} tasks in flight, ms: report + render "
           "(in its own page / in /mars)")
-    per_s = {"tileables": 1, "quota": 1, "store": 0.5, "failover": 0.5}  # refreshes per second of a page
+    per_s = {n: 1000 / refresh_ms(n) for n in ("tileables", "quota", "store", "failover")}  # refreshes/s of a page
     alone = mars = 0.0
     for name in ("tileables", "quota", "store", "failover"):
         rep, ren, ren_mars = cost[name]

@@ -39,16 +39,23 @@ from bokeh.layouts import column, row
 from bokeh.models import (ColumnDataSource, DataTable, Div, NumberFormatter, NumeralTickFormatter, Range1d,
                           TableColumn)
 from bokeh.plotting import figure
-from dask.utils import format_bytes
+from dask.utils import format_bytes, parse_timedelta
 
 from .. import _dask_internals as DI
+from .. import config
 from . import _http
 from . import _protocol as P
 
 logger = logging.getLogger("mars_dask.plugins")
 
-#: milliseconds between refreshes of an open page
-REFRESH_MS = {"tileables": 1000, "quota": 1000, "store": 2000, "failover": 2000}
+#: refresh periods of the pages, in units of ``mars-dask.dashboard.refresh-interval``
+_PERIODS = {"tileables": 1, "quota": 1, "store": 2, "failover": 2}
+
+
+def refresh_ms(name: str) -> int:
+    """Milliseconds between refreshes of an open page ``name``."""
+    base = parse_timedelta(config.get("dashboard.refresh-interval"))
+    return max(100, int(1000 * base * _PERIODS[name]))
 #: rows at most in a table (the newest first), and bars in a figure
 MAX_ROWS = 500
 MAX_BARS = 30
@@ -399,7 +406,7 @@ async def shared_answer(name: str, scheduler, plugin) -> dict:
     now = time.monotonic()
     mine = _SHARED.setdefault(scheduler, {})
     got = mine.get(name)
-    if got is None or now - got[0] > REFRESH_MS[name] / 2000:
+    if got is None or now - got[0] > refresh_ms(name) / 2000:
         got = mine[name] = (now, asyncio.ensure_future(_http.ANSWERS[name](scheduler, plugin)))
     return await asyncio.shield(got[1])
 
@@ -424,7 +431,7 @@ def _attach(doc, scheduler, pages: list[_Page]) -> None:
                 busy[0] = False
 
         doc.add_next_tick_callback(refresh)
-        doc.add_periodic_callback(refresh, REFRESH_MS[page.name])
+        doc.add_periodic_callback(refresh, refresh_ms(page.name))
 
 
 def individual_doc(name: str):

@@ -164,7 +164,7 @@ def expected(name: str, answer: dict) -> dict[str, str]:
 
 def wait_until_page_matches(page, url: str, name: str, *, timeout: float = 20.0, only=None, check=None):
     """Poll until the figures of page ``name`` (``page``: an individual page) equal what the
-    route answers at about the same moment (the page refreshes every 1-2 s); ``only``: the
+    route answers at about the same moment (the pages refresh every 2-4 s: ``mars-dask.dashboard.refresh-interval``); ``only``: the
     figures compared; ``check(figures)``: a further condition. Returns ``(figures, answer)``."""
     deadline = time.monotonic() + timeout
     while True:
