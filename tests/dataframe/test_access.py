@@ -117,15 +117,15 @@ def test_plot_delegates_to_pandas(client, frame, monkeypatch):
 
     backend.plot = plot
     monkeypatch.setitem(sys.modules, backend.__name__, backend)
-    monkeypatch.setattr(pd.options.plotting, "backend", backend.__name__)
+    b = backend.__name__  # pandas' own backend= keyword (no global option touched)
     m = md.DataFrame(frame[["i", "f"]], chunk_size=3)
-    assert m.plot() == "drawn"
-    assert m.plot(kind="bar", x="i", y="f") == "drawn"
-    assert m.plot.scatter("i", "f", s=3) == "drawn"
-    assert m["f"].plot.hist(bins=4) == "drawn"
-    assert m["f"].plot(kind="kde") == "drawn"
+    assert m.plot(backend=b) == "drawn"
+    assert m.plot(kind="bar", x="i", y="f", backend=b) == "drawn"
+    assert m.plot.scatter("i", "f", s=3, backend=b) == "drawn"
+    assert m["f"].plot.hist(bins=4, backend=b) == "drawn"
+    assert m["f"].plot(kind="kde", backend=b) == "drawn"
     ms = md.Series(frame["i"], chunk_size=5)
-    assert m.plot.line(color=ms) == "drawn"  # tileable keywords are executed too
+    assert m.plot.line(color=ms, backend=b) == "drawn"  # tileable keywords are executed too
     pd.testing.assert_frame_equal(calls[0][0], frame[["i", "f"]])
     assert calls[0][1] == "line"
     assert calls[1][1] == "bar" and calls[1][2]["x"] == "i"

@@ -372,6 +372,7 @@ def _in_process_cluster():
                         dashboard_address="127.0.0.1:0", memory_limit="1GiB")
 
 
+@pytest.mark.timeout(120)
 def test_routes_of_a_plugin_installed_on_a_running_scheduler_without_failover():
     """A scheduler built without the routes (its HTTP server predates them) gets them from
     the plugin's start; failover off answers ``"failover": null``; a scheduler without the
