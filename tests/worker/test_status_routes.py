@@ -372,11 +372,24 @@ def _in_process_cluster():
                         dashboard_address="127.0.0.1:0", memory_limit="1GiB")
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_routes_of_a_plugin_installed_on_a_running_scheduler_without_failover():
     """A scheduler built without the routes (its HTTP server predates them) gets them from
     the plugin's start; failover off answers ``"failover": null``; a scheduler without the
-    plugin answers 404 with a JSON error."""
+    plugin answers 404 with a JSON error. Run in a fresh interpreter: after the rest of the
+    suite, the in-process cluster's execute() hung in this process (state left by an earlier
+    test, not yet found; in isolation it passes in 3 s)."""
+    import multiprocessing
+
+    proc = multiprocessing.get_context("spawn").Process(target=_routes_of_a_plugin_installed_later)
+    proc.start()
+    proc.join(150)
+    if proc.is_alive():
+        proc.kill()
+    assert proc.exitcode == 0, proc.exitcode
+
+
+def _routes_of_a_plugin_installed_later():
     from distributed import Client
 
     from mars_dask.plugins import MarsSchedulerPlugin
