@@ -334,3 +334,22 @@ def test_chunks_through_the_store_and_spilled(check, tmp_path):
     t = mt.tensor(m, chunk_size=(16, 16)) * 2
     assert (_fetch(t) != m * 2).nnz == 0
 
+
+
+def test_sparse_product_sums_each_output_block_in_one_task():
+    """With a sparse input, an output block's partial products and their sum are one task
+    (dask.array's graph for sparse): 4 tasks for a 2x2 @ 2x1 grid where dense inputs take
+    4 partials + 2 sums; the values still equal scipy's."""
+    from mars_dask.tiling.emit import postorder
+
+    a, d = _matrix(11, (6, 8), density=0.4), np.random.default_rng(11).random((8, 3))
+    for left, n_tasks in [(mt.tensor(a, chunk_size=(3, 4)), 2), (mt.tensor(a.toarray(), chunk_size=(3, 4)), 4 + 2)]:
+        y = mt.dot(left, mt.tensor(d, chunk_size=(4, 3)))
+        y._ensure_tiled()
+        order, _ = postorder(y.chunks)
+        assert len([c for c in order if c.key[0].startswith(y.key)]) == n_tasks
+        np.testing.assert_allclose(_fetch(y), a @ d, rtol=1e-12)
+    s = mt.tensor(a, chunk_size=(3, 4))
+    got = _fetch(s @ s.T)
+    assert isinstance(got, sps.csr_matrix)
+    np.testing.assert_allclose(got.toarray(), (a @ a.T).toarray(), rtol=1e-12)

@@ -12,7 +12,8 @@ the output are summed over.  Tiling follows Mars/dask.array:
    *partial* chunk applies the numpy kernel (``np.tensordot``/``np.matmul``/``np.einsum``)
    to the aligned input blocks;
 3. the partials of each output block are added by a tree of ``tensor.combine-size``-way
-   sums (none when a single partial exists).
+   sums (none when a single partial exists); with a sparse input, each output block's
+   partials and their sum are one task instead (dask.array's choice for sparse).
 
 For ``x.T @ x`` with a 4x4 chunk grid that is 64 partial products plus 16 sums, the same
 graph dask.array builds.
@@ -80,6 +81,42 @@ class _SparseAware:
         return _sp.coerce(self.kernel(*args), self.out_sparse)
 
 
+class _Summed:
+    """``kernel`` applied to each consecutive group of ``n`` arguments, the results added:
+    one output block's partial products and their sum in one task."""
+
+    __slots__ = ("kernel", "n")
+
+    def __init__(self, kernel, n):
+        self.kernel = kernel
+        self.n = n
+
+    def __reduce__(self):
+        return (_Summed, (self.kernel, self.n))
+
+    def __dask_tokenize__(self):
+        from dask.base import tokenize
+
+        return ("summed", tokenize(self.kernel), self.n)
+
+    def __call__(self, *args):
+        n = self.n
+        out = self.kernel(*args[:n])
+        for i in range(n, len(args), n):
+            p = self.kernel(*args[i : i + n])
+            out = out + p if _sp.is_sparse_value(out) or _sp.is_sparse_value(p) or np.ndim(out) == 0 else _iadd(out, p)
+        return out
+
+
+def _iadd(out, p):
+    """``out + p``, in place where ``out`` is a numpy array of the sum's dtype (the first
+    product is a fresh array no one else holds)."""
+    if isinstance(out, np.ndarray) and np.result_type(out, p) == out.dtype and np.shape(p) == out.shape:
+        out += p
+        return out
+    return out + p
+
+
 def _aligned(t, nsplits):
     """``t`` re-cut to ``nsplits`` (sparse tensors by a sparse rechunk)."""
     return _sp.rechunked_data(t, nsplits) if t.issparse else rechunked(t, nsplits)
@@ -122,6 +159,9 @@ class TensorContraction(TensorOperand):
         summed = [l for l in dict.fromkeys("".join(self.in_labels)) if l not in out_labels]
         out_nsplits = tuple(target[l] for l in out_labels)
         k_grid = list(itertools.product(*(range(len(target[l])) for l in summed)))
+        # sparse inputs: each output block sums its products in one task, as dask.array does
+        # (a sparse product is cheap; moving its dense partial results between workers is not)
+        in_one = len(k_grid) > 1 and any(t.issparse for t in aligned)
         chunks = []
         for idx in chunk_grid(out_nsplits):
             shape = chunk_shape_at(out_nsplits, idx)
@@ -129,18 +169,28 @@ class TensorContraction(TensorOperand):
             partials = []
             for k in k_grid:
                 pos.update(zip(summed, k))
-                blocks = [
+                partials.append([
                     t.chunk_at(tuple(pos[l] if t.shape[ax] == sizes[l] else 0 for ax, l in enumerate(labs)))
                     for t, labs in zip(aligned, self.in_labels)
-                ]
+                ])
+            out_bytes = _nbytes(shape, self.outputs[0])
+            if in_one:
+                blocks = [b for group in partials for b in group]
+                args = tuple(a for group in partials for a in (*self.prefix, *group, *self.suffix))
+                kernel = _Summed(self.kernel, len(self.prefix) + len(aligned) + len(self.suffix))
+                memory = int(nbytes(list(dict.fromkeys(blocks))) + 2 * out_bytes)
+                chunks.append(self.new_chunk(idx, shape, kernel, args, inputs=blocks, memory=memory))
+                continue
+            products = []
+            for k, blocks in zip(k_grid, partials):
                 args = (*self.prefix, *blocks, *self.suffix)
-                memory = int(nbytes(blocks) + _nbytes(shape, self.outputs[0]))
+                memory = int(nbytes(blocks) + out_bytes)
                 c = self.new_chunk(idx, shape, self.kernel, args, inputs=blocks, memory=memory)
                 if len(k_grid) > 1:
                     c.key = (self.output_key(0) + "-partial", *idx, *k)
-                partials.append(c)
+                products.append(c)
             # 3. ... added up by a tree
-            chunks.append(tree_sum(self, idx, shape, partials))
+            chunks.append(tree_sum(self, idx, shape, products))
         return [(chunks, out_nsplits)]
 
 
