@@ -48,7 +48,11 @@ dtypes) where casting by a flag inside the graph could not give the metadata.  B
 execution the metadata holds the upcast dtypes (those of a result with unmatched rows):
 operations built on an unexecuted join see those.  Nullable and Arrow dtypes, which pandas
 keeps, are kept.  A result with a default ``RangeIndex`` (merges on columns, ``cross``)
-gets one ``RangeIndex`` across all chunks.
+gets one ``RangeIndex`` across all chunks.  Its offsets need the chunks' lengths, which a
+join only knows after running, except the usual lookup: a left join broadcasting a right
+side with unique keys has one row per left row.  One small task during tiling checks the
+uniqueness (the answer is kept per right chunk), and the labels are then set inside each
+merge task.
 
 Mars's tuning arguments: ``auto_merge``/``auto_merge_threshold`` (Mars concatenates small
 chunks before/after a join) and ``bloom_filter``/``bloom_filter_options``/
@@ -431,6 +435,15 @@ def _len(obj):
     return len(obj)
 
 
+def _keys_unique(df, keys) -> bool:
+    """Whether no two rows of ``df`` share their join keys (nulls equal, as pandas matches
+    them): then a left join has one output row per left row."""
+    vals = key_values(df, keys)
+    if len(vals) == 1:
+        return bool(pd.Index(vals[0]).is_unique)
+    return not pd.MultiIndex.from_arrays(vals).duplicated().any()
+
+
 def _offsets(lengths):
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
@@ -501,13 +514,13 @@ class DataFrameMerge(DataFrameOperand):
         if lidx != ridx and algo != "single":
             fix = (lidx, ridx, not left.shape[0] == 0, not right.shape[0] == 0)  # unknown: assume rows
 
-        def merged(i, lpart, rpart, last):
+        def merged(i, lpart, rpart, last, length=nan):
             if sort_keys and algo != "single":
                 func, args = _merge_sorted, (lpart, rpart, kind, kws, cast_meta, self.left_keys, self.right_keys,
                                              self.key_modes, fix)
             else:
                 func, args = _merge_chunk, (lpart, rpart, kind, kws, cast_meta, fix)
-            return self.new_chunk(i, nan, func, args, suffix="" if last else "-merge")
+            return self.new_chunk(i, length, func, args, suffix="" if last else "-merge")
 
         if algo == "single":
             out = [merged(0, lchunks[0], rchunks[0], data_last)]
@@ -526,7 +539,11 @@ class DataFrameMerge(DataFrameOperand):
             else:
                 whole = self.new_chunk(0, nan, concat_pieces, (list(small),), meta=small_meta, suffix="-broadcast")
             last = data_last and reorder is None
-            out = [merged(i, c, whole, last) if to_right else merged(i, whole, c, last) for i, c in enumerate(big)]
+            lengths = [nan] * len(big)
+            if to_right and how == "left" and kind == "merge" and not sort_keys and self.relabel:
+                lengths = yield from self._left_lengths(left, whole)
+            out = [merged(i, c, whole, last, n) if to_right else merged(i, whole, c, last)
+                   for i, (c, n) in enumerate(zip(big, lengths))]
         else:
             n = max(nl, nr)
             if sort_keys:
@@ -562,6 +579,26 @@ class DataFrameMerge(DataFrameOperand):
             out = self._relabel(out, None if settled else meta)
         return [(out, frame_nsplits(meta, [c.shape[0] for c in out]))]
 
+    def _left_lengths(self, left, right):
+        """The output chunks' lengths of a left join broadcasting ``right``: the left chunks'
+        when the right keys are unique (the usual lookup table), found by one small task
+        during tiling (its answer kept per right chunk); else unknown.  Known lengths spare
+        the relabelling its length-gathering tasks (the labels are then fused into the
+        merge) and ``execute()`` its shape query."""
+        lens = list(left.nsplits[0])
+        if any(isinstance(n, float) and math.isnan(n) for n in lens):
+            return [nan] * len(lens)
+        unique = _UNIQUE_KEYS.get((right.key, self.right_keys))
+        if unique is None:
+            check = Chunk((f"{self.output_key(0)}-unique", 0), (0,), (), _keys_unique, (right, self.right_keys),
+                          inputs=[right], nbytes=None)
+            yield [right, check]
+            unique = bool(check.future.result())
+            _UNIQUE_KEYS[(right.key, self.right_keys)] = unique
+            while len(_UNIQUE_KEYS) > 1024:
+                del _UNIQUE_KEYS[next(iter(_UNIQUE_KEYS))]
+        return lens if unique else [nan] * len(lens)
+
     def _relabel(self, chunks, meta):
         """One ``RangeIndex`` across ``chunks`` (offsets from the known lengths, else from a
         small task gathering them), cast to ``meta`` unless None."""
@@ -571,9 +608,15 @@ class DataFrameMerge(DataFrameOperand):
             lc = [Chunk((f"{okey}-len", i), (i,), (), _len, (c,), inputs=[c], nbytes=8) for i, c in enumerate(chunks)]
             offs = Chunk((f"{okey}-offsets", 0), (0,), (len(chunks) + 1,), _offsets, (lc,), inputs=lc,
                          nbytes=8 * (len(chunks) + 1))
-        else:
-            offs = [int(x) for x in _offsets(lens)]
-        return [self.new_chunk(i, c.shape[0], _relabel_at, (c, offs, i, meta)) for i, c in enumerate(chunks)]
+            return [self.new_chunk(i, nan, _relabel_at, (c, offs, i, meta)) for i, c in enumerate(chunks)]
+        offs = [int(x) for x in _offsets(lens)]  # known: each chunk's labels fuse into its task
+        return [self.new_chunk(i, c.shape[0], _relabel_at, (c, offs[i : i + 1], 0, meta), blockwise=True)
+                for i, c in enumerate(chunks)]
+
+
+#: (right chunk key, right key spec) -> whether those keys are unique: a chunk key names
+#: its data, so the answer holds for as long as the key does (bounded: oldest dropped)
+_UNIQUE_KEYS: dict = {}
 
 
 def _check_args(how, method, validate, sort, auto_merge, auto_merge_threshold, bloom_filter,

@@ -12,7 +12,7 @@ import pytest
 
 import mars_dask.dataframe as md
 from mars_dask.session import execute
-from mars_dask.tiling.emit import build_graph
+from mars_dask.tiling.emit import build_graph, postorder
 from mars_dask.tiling.tile import tile
 
 
@@ -516,3 +516,31 @@ def test_mars_join_signature(client, frames):
         ml.join(mr, lsuffix="_l", auto_merge="never")
     with pytest.raises(ValueError, match="overlap"):
         ml.join(mr)
+
+
+def test_left_join_on_a_lookup_table_knows_its_lengths(client):
+    """A left join broadcasting a right side whose keys are unique has one row per left row:
+    the result's chunk lengths are the left's (known without executing the join, so no
+    task gathers them), and the values are still pandas'.  Duplicated keys, two null keys
+    (pandas matches nulls to each other) or a duplicated key pair leave them unknown until
+    execution, and the rows are still pandas'."""
+    rng = np.random.default_rng(3)
+    left = pd.DataFrame({"k": rng.integers(0, 30, 50).astype("float64"), "j": rng.integers(0, 2, 50) * 1.0,
+                         "v": rng.random(50)})
+    left.loc[[4, 9], "k"] = np.nan
+    # float columns: the dtypes do not depend on the data, so nothing runs before the merge
+    lookup = pd.DataFrame({"k": np.r_[np.arange(25.0), np.nan], "j": 0.0, "a": np.arange(26.0), "b": rng.random(26)})
+    cases = [
+        (lookup, ["k"], True),
+        (pd.concat([lookup, lookup.iloc[[3]]]), ["k"], False),
+        (pd.concat([lookup, lookup.iloc[[25]]]), ["k"], False),  # two null keys
+        (pd.concat([lookup, lookup.iloc[:5].assign(j=1)]), ["k", "j"], True),
+        (pd.concat([lookup, lookup.iloc[:5]]), ["k", "j"], False),
+    ]
+    for right, on, unique in cases:
+        t = mdf(left, (20, 0, 20, 10)).merge(mdf(right, 8), on=on, how="left")
+        t._ensure_tiled()
+        assert (t.nsplits[0] == (20, 0, 20, 10)) is unique, (on, t.nsplits)
+        steps = {c.key[0].rsplit("-", 1)[-1] for c in postorder(t.chunks)[0]}
+        assert ("len" in steps) is not unique, steps
+        check(t, pd.merge(left, right, on=on, how="left"))
