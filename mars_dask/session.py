@@ -141,6 +141,9 @@ class Session(Reconnecting):
 
     def __init__(self, client: Client | None = None):
         self.client = client or get_client()
+        #: chunk key -> (the chunk's Future, the Future of its shape), asked for while the
+        #: graph runs (see ``submit_chunks(shapes=True)``)
+        self._shape_futures: dict = {}
         self._check_open()
         _describe(self.client)  # noted while open, for the errors after a close
 
@@ -168,12 +171,16 @@ class Session(Reconnecting):
                 c.cut_lineage()
 
     # -- execution -------------------------------------------------------------------
-    def submit_chunks(self, chunks: Sequence[Chunk], checkpoint: bool = False) -> None:
+    def submit_chunks(self, chunks: Sequence[Chunk], checkpoint: bool = False, shapes: bool = False) -> None:
         """Submit the graph computing ``chunks`` (only the part not executed or lost),
         wait for it, and bind each chunk to its Future.  A failing kernel raises its own
         exception; a lost scheduler is waited for and the lost part resubmitted.
-        ``checkpoint``: ``chunks`` are lineage boundaries written to durable storage."""
+        ``checkpoint``: ``chunks`` are lineage boundaries written to durable storage.
+        ``shapes``: the shapes of those of ``chunks`` whose shape is unknown are asked for
+        with the graph (each runs as soon as its chunk is done), so that :meth:`fill_shapes`
+        only collects them instead of a round of tasks after the graph."""
         chunks = list(dict.fromkeys(chunks))
+        wanted = {c.key for c in chunks if has_unknown(c.shape)} if shapes else ()
         _progress.track(chunks)  # execute()'s progress bar counts them (if it has one)
         pending: dict = {}  # chunks submitted by this call (not known finished yet)
         while True:
@@ -209,6 +216,7 @@ class Session(Reconnecting):
                     pending[c] = None
                 del futures
                 bump_execution_epoch()
+                self._ask_shapes([c for c in todo if c.key in wanted])
             if not pending:
                 return
             try:
@@ -218,17 +226,34 @@ class Session(Reconnecting):
                 self._recover_connection()
             except _Vanished:
                 pending = {c: None for c in pending if c.future is not None}
+            except BaseException:
+                for c in chunks:  # a failed kernel: nobody will collect them
+                    self._shape_futures.pop(c.key, None)
+                raise
+
+    def _ask_shapes(self, chunks: Sequence[Chunk]) -> None:
+        if chunks:
+            futures = self.client.map(_shape_of, [c.future for c in chunks], pure=False)
+            for c, f in zip(chunks, futures):
+                self._shape_futures[c.key] = (c.future, f)
 
     def fill_shapes(self, chunks: Sequence[Chunk]) -> None:
-        """Fetch the real shapes of executed chunks (only the shapes come back)."""
+        """Fetch the real shapes of executed chunks (only the shapes come back); those asked
+        for by ``submit_chunks(shapes=True)`` are collected, the others asked now."""
+        asked = {}
+        for c in chunks:
+            entry = self._shape_futures.pop(c.key, None)
+            if entry is not None and entry[0] is c.future:
+                asked[c.key] = entry[1]
         chunks = [c for c in chunks if has_unknown(c.shape)]
         if not chunks:
             return
 
         def shapes():
-            return self.client.gather(
-                self.client.map(_shape_of, [c.future for c in chunks], pure=False)
-            )
+            futures = [asked.pop(c.key, None) for c in chunks]  # once: a retry asks afresh
+            need = [c.future for c, f in zip(chunks, futures) if f is None]
+            new = iter(self.client.map(_shape_of, need, pure=False) if need else ())
+            return self.client.gather([f if f is not None else next(new) for f in futures])
 
         for c, s in zip(chunks, self._retrying(chunks, shapes)):
             c.shape = tuple(s)
@@ -237,7 +262,7 @@ class Session(Reconnecting):
 
     def run_for_meta(self, chunks: Sequence[Chunk]) -> None:
         """Iterative tiling's callback: execute ``chunks`` and learn their shapes."""
-        self.submit_chunks(chunks)
+        self.submit_chunks(chunks, shapes=True)
         self.fill_shapes(chunks)
 
     def tile(self, datas: Sequence[TileableData]) -> None:
@@ -252,7 +277,7 @@ class Session(Reconnecting):
         try:
             self.tile(datas)
             chunks = [c for d in datas for c in d.chunks]
-            self.submit_chunks(chunks, checkpoint=checkpoint)
+            self.submit_chunks(chunks, checkpoint=checkpoint, shapes=True)
             self.fill_shapes(chunks)
         finally:
             _current_call.reset(token)

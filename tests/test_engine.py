@@ -213,6 +213,38 @@ def test_dask_collection_protocol(client):
     np.testing.assert_array_equal(back.execute().fetch(), a * 2 + 1)
 
 
+def _slow_mask(block):
+    """All True; slow unless it is the first chunk."""
+    if block[0] != 0:
+        time.sleep(1.5)
+    return block >= 0
+
+
+def test_unknown_shapes_are_asked_while_the_graph_runs(client):
+    """execute() learns the shapes of unknown-shape chunks from tasks submitted with the
+    graph: the fast chunk's shape is known while the slow one still runs, not in a round
+    of tasks after everything finished (that round cost every DataFrame join, filter and
+    groupby a scheduler round trip)."""
+    from distributed import get_task_stream
+
+    from mars_dask.tensor.arithmetic import elementwise
+
+    x = mt.arange(20, chunk_size=10)
+    g = x[elementwise(_slow_mask, x, dtype=bool)]  # unknown length
+    with get_task_stream(client) as ts:
+        mars_dask.execute(g)
+    np.testing.assert_array_equal(g.fetch(), np.arange(20))
+    assert g.shape == (20,)
+    done = {}
+    for r in ts.data:
+        stop = max(s["stop"] for s in r["startstops"] if s["action"] == "compute")
+        done[str(r["key"])] = stop
+    shape_stops = sorted(v for k, v in done.items() if k.startswith("_shape_of"))
+    last_chunk = max(v for k, v in done.items() if not k.startswith("_shape_of"))
+    assert len(shape_stops) == 2, done
+    assert shape_stops[0] < last_chunk - 1.0, (shape_stops, last_chunk)
+
+
 class Boom(Exception):
     pass
 
