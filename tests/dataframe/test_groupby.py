@@ -700,3 +700,31 @@ def test_transform_keeps_missing_of_rows_without_group(acc):
     pd.testing.assert_series_equal(got, pdf.groupby("k")["b"].transform(lambda x: x), check_dtype=False)
     got = df.groupby("k")[["b"]].cummax().execute().fetch()
     pd.testing.assert_frame_equal(got, pdf.groupby("k")[["b"]].cummax(), check_dtype=False)
+
+
+@pytest.mark.parametrize("how", ["cumsum", "cumprod", "cummax", "cummin"])
+def test_scan_state_by_aggregation_is_the_last_row_of_the_scan(how):
+    """The state a chunk hands on for cum<op> of numeric columns comes from pandas' sum/prod/
+    max/min (one pass): bit for bit the last valid row of pandas' cum<op> (which it was
+    computed from before), with nulls, all-null groups, null keys, ints and wide magnitudes."""
+    from mars_dask.dataframe.groupby import scan
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-6, 12, n)
+    v[rng.random(n) < 0.1] = np.nan
+    values = pd.DataFrame({"v": v, "p": 1 + rng.normal(size=n) * 1e-3, "i": rng.integers(-3, 4, n)})
+    values.loc[values.index[:40], "p"] = np.nan
+    keys = pd.Series(rng.integers(0, 40, n).astype(float))
+    keys[rng.random(n) < 0.02] = np.nan
+    keys[:40] = 99.0  # a group whose "p" is all null
+    for dropna in (True, False):
+        ks = [keys]
+        got_v, got_k = scan._acc_state(values, ks, dropna, how, {})
+        g = scan._group(values, ks, dropna)
+        exp = getattr(g, how)().groupby([pd.Index(keys)], sort=False, dropna=dropna).last()
+        exp_v, exp_k = scan._as_state(exp)
+        # (the scan of an int column is float where null keys are dropped: its rows are null)
+        pd.testing.assert_frame_equal(got_v, exp_v, check_exact=True, check_dtype=False)
+        pd.testing.assert_frame_equal(got_k, exp_k, check_exact=True)
+        assert got_v["i"].dtype == np.int64
