@@ -690,3 +690,22 @@ def test_sampler_kernel_tiles_are_a_pure_function_of_position():
                                 *[([a[lo:hi]], (1,), (lo,)) for a in tens])
             np.testing.assert_array_equal(part, whole[offs[0]:offs[0] + shape[0], offs[1]:offs[1] + shape[1]],
                                           err_msg=name)
+
+
+@pytest.mark.parametrize("dist, spec", [("gamma", [2.0, 1.0]), ("gamma", [0.5, 3.0]), ("standard_gamma", [2.5]),
+                                        ("exponential", [2.0]), ("standard_exponential", [])])
+def test_draws_into_a_reused_buffer_equal_numpys_own_method(monkeypatch, dist, spec):
+    """gamma/exponential tiles drawn by ``standard_*(out=buffer)`` and scaled are bit for bit
+    numpy's ``gamma``/``exponential`` of the tile (the general path), for chunks inside a
+    tile, across tiles and at the ragged edge."""
+    from mars_dask.tensor import random as rnd
+
+    gshape = (1000, 900)
+    tshape = rnd._tile_shape(gshape)
+    for offs, shape in [((100, 200), (300, 300)), ((0, 0), (37, 900)), ((977, 0), (23, 900))]:
+        fast = rnd._dist_kernel(shape, offs, gshape, tshape, 123, dist, spec, np.dtype("f8"))
+        monkeypatch.setattr(rnd, "_INTO", {})
+        general = rnd._dist_kernel(shape, offs, gshape, tshape, 123, dist, spec, np.dtype("f8"))
+        monkeypatch.undo()
+        assert fast.dtype == general.dtype and fast.shape == shape
+        np.testing.assert_array_equal(fast, general)
