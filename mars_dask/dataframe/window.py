@@ -70,6 +70,7 @@ class WindowScan(DataFrameOperand):
         for k, i in enumerate(order[:-1]):
             c = chunks[i]
             edge = self.new_chunk(i, nan, summarize, (c, *sargs), suffix=f"-{tag}edge", meta=meta)
+            edge.small = True  # runs where chunk i is: only the edge rows move
             rows = c.shape[0]
             if enough is not None and (carry is None or (not _isnan(rows) and rows >= enough)):
                 carry = edge

@@ -52,6 +52,9 @@ class Chunk:
     gained other consumers since).
     ``boundary`` marks outputs that cut lineage (shuffle map outputs): they are emitted as
     their own keys, annotated ``mars_boundary``, so failover can checkpoint them.
+    ``small`` marks a chunk whose output is small next to its input (a chunk's edge rows or
+    summary for its neighbour): it is never inlined into a task that reads other data too,
+    or that task would fetch the whole input from wherever it is instead of the small output.
     """
 
     __slots__ = (
@@ -68,6 +71,7 @@ class Chunk:
         "nbytes",
         "fused",
         "boundary",
+        "small",
         "__weakref__",
     )
 
@@ -100,6 +104,7 @@ class Chunk:
         self._future = None
         self.fused = None  # input keys inlined into this chunk's task when first emitted
         self.boundary = None  # e.g. "shuffle": a lineage boundary, never fused, checkpointable
+        self.small = False  # see the class notes
 
     @property
     def ndim(self) -> int:

@@ -320,9 +320,10 @@ def fuse_and_encode(
     scheduler may still hold the key's task from the earlier graph and one key must have one
     recipe (``distributed`` warns about "different run_spec" otherwise, and a dependent
     could be wired to the wrong dependencies).  A new decision fuses an input only if it is
-    read by this chunk alone, is not an output or a lineage boundary, and the chunk is
-    blockwise or has just this one pending input (so no wide task recomputes a shared
-    subtree).
+    read by this chunk alone, is not an output or a lineage boundary, is not a ``small``
+    summary of data the chunk does not read otherwise (the chunk reads other inputs too), and
+    the chunk is blockwise or has just this one pending input (so no wide task recomputes a
+    shared subtree).
 
     Returns ``(built, memory, emit)``: key -> ``(spec, deps)`` of the chunks to emit as
     their own tasks, key -> peak memory estimate (an inlined subtree's peak counts), and
@@ -366,6 +367,7 @@ def fuse_and_encode(
                     and inp.future is None
                     and inp.func is not None
                     and inp.boundary is None
+                    and not (inp.small and len(ins) > 1)
                     and k not in out_keys
                     and n_consumers[k] == 1
                 ):

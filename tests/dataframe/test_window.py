@@ -296,3 +296,23 @@ def test_shift_freq_and_fill_method(client):
         ], check_freq=False)
     with pytest.raises(NotImplementedError):
         md.Series(irr, chunk_size=3).pct_change(freq="MS")
+
+
+def test_halo_edges_stay_tasks_of_their_own(client):
+    """On an executed frame each chunk's edge rows are a task of their own (run beside
+    their chunk; only the rows move): inlined into the next chunk's task they made it read
+    two whole chunks, one of them fetched from another worker."""
+    from mars_dask.tiling.emit import build_graph
+    from mars_dask.tiling.tile import tile
+
+    pdf = make_frame(40)
+    m = md.DataFrame(pdf, chunk_size=10)
+    m.execute()
+    data_keys = {c.key for c in m.data.chunks}
+    for r in (m.rolling(3).mean(), m.groupby("i").cumsum()):
+        tile([r.data], None)
+        graph = build_graph(r.data.chunks)
+        deps = graph.get_all_dependencies()
+        for c in r.data.chunks:
+            assert len(deps[c.key] & data_keys) == 1, (c.key, deps[c.key])
+    assert_pandas(m.rolling(3).mean(), pdf.rolling(3).mean())

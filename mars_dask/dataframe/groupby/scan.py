@@ -253,6 +253,7 @@ class GroupByScan(_GroupByOp):
             oc, kc = in_chunks[i]
             edge = self.new_chunk(i, nan, self.summarize, (oc, kc, *self.sargs), meta=_empty_chunk_meta(),
                                   suffix="-edge")
+            edge.small = True  # runs where chunk i is: only the state moves
             if carry is None:
                 carry = edge
             else:
