@@ -147,6 +147,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import re
+import sys
 import weakref
 
 # dask's task spec, what every graph is built of (relies on: dask._task_spec, private
@@ -175,10 +177,34 @@ def _params(fn, *names) -> bool:
     return all(n in ps for n in names)
 
 
+@functools.lru_cache(maxsize=None)
+def _source_of(obj) -> str:
+    """The source text of a function or class.  A class's is cut from its module's text
+    (``inspect.getsource`` of a class parses the whole module: ``Scheduler``,
+    ``SchedulerState`` and ``Client`` cost a second and a half per scheduler start)."""
+    if not inspect.isclass(obj):
+        return inspect.getsource(obj)
+    lines = _module_lines(obj.__module__)
+    head = re.compile(rf"class {re.escape(obj.__name__)}\b")
+    top = re.compile(r"[A-Za-z_@]")  # a statement of the module level ends the class
+    for i, line in enumerate(lines):
+        if head.match(line):
+            j = i + 1
+            while j < len(lines) and not top.match(lines[j]):
+                j += 1
+            return "".join(lines[i:j])
+    raise OSError(f"class {obj.__name__} not found in {obj.__module__}")
+
+
+@functools.lru_cache(maxsize=None)
+def _module_lines(name) -> list:
+    return inspect.getsourcelines(sys.modules[name])[0]
+
+
 def _source_has(fn, text) -> bool:
     try:
-        return text in inspect.getsource(fn)
-    except (OSError, TypeError):
+        return text in _source_of(fn)
+    except (OSError, TypeError, KeyError):
         return True  # no source (a frozen build): cannot tell, trust the range
 
 
@@ -327,7 +353,7 @@ def _probe_fail_task():
 
 def _probe_remove_worker_payload():
     from distributed.scheduler import Scheduler
-    src = inspect.getsource(Scheduler.remove_worker)
+    src = _source_of(Scheduler.remove_worker)
     return all(f'"{f}"' in src for f in ("processing-tasks", "lost-computed-tasks", "lost-scattered-tasks",
                                           "expected", "worker"))
 
