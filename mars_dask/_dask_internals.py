@@ -57,6 +57,8 @@ worker_process_address             ``WorkerProcess.worker_address`` (read)      
 forget_worker_process_address      ``WorkerProcess.worker_address`` (cleared)          scheduler-loss-restart
 worker_process_kwargs              ``WorkerProcess.worker_kwargs`` (reused per start)  scheduler-loss-restart, store
 memory_terminated_pid              ``NannyMemoryManager._last_terminated_pid``         restart-recovery
+nanny_pre_spawn_env                ``Nanny.pre_spawn_env`` (and its WorkerProcess's),  worker-malloc
+                                   updated before a process is spawned
 register_handlers                  ``Server.handlers/stream_handlers`` (documented)    (all plugin RPCs)
 add_worker_plugin_from_scheduler   ``Scheduler.register_worker_plugin(comm=None)``     (worker and checkpoint
                                                                                        plugin install)
@@ -132,7 +134,8 @@ spans of finished graphs are kept for the scheduler's life, as in plain Dask),
 dashboard-pages (no Mars pages on the dashboard; the JSON routes stay),
 message-log-stripping (the scheduler's logs of recent messages keep the recipes, and the data
 embedded in them, of the last ~1,000 batches sent to each worker, as in plain Dask),
-no-workers-timeout (waiting work is not failed). ``plugins/_journal.py`` touches nothing of
+no-workers-timeout (waiting work is not failed), worker-malloc (worker processes keep Dask's
+``MALLOC_TRIM_THRESHOLD_`` alone). ``plugins/_journal.py`` touches nothing of
 distributed (the recipes it stores come from the functions above).
 
 Removed (no longer touched at all): ``sys._getframe`` + ``WorkerMemoryManager.__init__``'s
@@ -250,6 +253,13 @@ def _probe_worker_process():
     return (_params(WorkerProcess.__init__, "worker_kwargs")
             and _source_has(WorkerProcess, "self.worker_address")
             and _source_has(WorkerProcess, "self.process") and _source_has(Nanny, "self.process"))
+
+
+def _probe_pre_spawn_env():
+    from distributed.nanny import Nanny, WorkerProcess
+    return (_source_has(Nanny.__init__, "self.pre_spawn_env =")
+            and _source_has(Nanny.instantiate, "pre_spawn_env=self.pre_spawn_env")
+            and _source_has(WorkerProcess.start, "os.environ.update(self.pre_spawn_env)"))
 
 
 def _probe_memory_terminated():
@@ -451,6 +461,7 @@ CONTACTS: dict = {
     "worker_holding_store": (_probe_worker_instances, ("store-without-plugin",), "worker"),
     "worker_process": (_probe_worker_process, ("restart-recovery", "scheduler-loss-restart"), "nanny"),
     "memory_terminated_pid": (_probe_memory_terminated, ("restart-recovery",), "nanny"),
+    "nanny_pre_spawn_env": (_probe_pre_spawn_env, ("worker-malloc",), "nanny"),
     "register_handlers": (_probe_handlers, ("plugins",), "any"),
     "add_worker_plugin_from_scheduler": (_probe_register_worker_plugin, ("plugins",), "scheduler"),
     "is_remove_worker_event": (_probe_remove_worker_event, ("restart-recovery",), "scheduler"),
@@ -703,6 +714,15 @@ def worker_process_kwargs(nanny) -> dict | None:
     # relies on WorkerProcess.worker_kwargs being reused for every process the nanny starts (2026.6.0-2026.8.0)
     kw = getattr(getattr(nanny, "process", None), "worker_kwargs", None)
     return kw if isinstance(kw, dict) else None
+
+
+def set_pre_spawn_env(nanny, env: dict) -> None:
+    # relies on Nanny.pre_spawn_env being handed to each new WorkerProcess, which puts it in
+    # os.environ just before spawning (2026.6.0-2026.8.0); a running nanny's process keeps its own copy
+    nanny.pre_spawn_env.update(env)
+    proc = getattr(nanny, "process", None)
+    if isinstance(getattr(proc, "pre_spawn_env", None), dict):
+        proc.pre_spawn_env.update(env)
 
 
 def memory_terminated_pid(nanny):

@@ -72,7 +72,7 @@ async def setup_server(server) -> None:
 
     log_like_distributed()
 
-    from ._nanny import MarsNannyPlugin, install_store
+    from ._nanny import MarsNannyPlugin, install_store, tune_malloc
     from ._scheduler import MarsSchedulerPlugin
     from ._worker import MarsWorkerPlugin
 
@@ -83,6 +83,7 @@ async def setup_server(server) -> None:
         # routes config (see _http); otherwise the plugin adds them when it starts
         server.add_plugin(MarsSchedulerPlugin(add_http_routes=not routes_in_config()))
     elif isinstance(server, Nanny):
+        tune_malloc(server)
         if install_store(server):
             logger.info("worker processes of %s keep their results in MarsStore", server.address)
         await server.plugin_add(MarsNannyPlugin())

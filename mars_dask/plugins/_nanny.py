@@ -36,7 +36,7 @@ import os
 import time
 
 import psutil
-from dask.utils import parse_timedelta
+from dask.utils import parse_bytes, parse_timedelta
 from distributed.core import Status
 from distributed.diagnostics.plugin import NannyPlugin
 from tornado.ioloop import PeriodicCallback
@@ -262,6 +262,36 @@ def reconnect_timeout() -> float | None:
         return None
     v = parse_timedelta(v)
     return v if v > 0 else None
+
+
+def tune_malloc(nanny) -> dict:
+    """Give the nanny's worker processes ``mars-dask.worker.malloc-mmap-threshold`` and
+    ``malloc-trim-threshold`` (glibc's heap thresholds) unless the user's Dask config already sets those variables differently from
+    Dask's default.  Must run before the first process starts (a ``--preload-nanny``).
+
+    Why: Dask spawns workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also turns off
+    glibc's adaptive mmap threshold, so every array above 128 KiB is a fresh mapping whose
+    pages fault in on first touch and go back to the kernel when freed.  A numpy task
+    allocating an 8 MB temporary pays that each time: on the 2-core test machine the
+    element-wise tasks of a 1000x1000-chunked job ran three times slower than the same code
+    in one process.  The defaults are glibc's own adaptive ceilings (arrays up to 32 MiB
+    from the heap, up to 64 MiB of free heap kept), so a worker holds at most that much
+    more than Dask's setting would."""
+    env = {}
+    for var, key in (("MALLOC_MMAP_THRESHOLD_", "worker.malloc-mmap-threshold"),
+                     ("MALLOC_TRIM_THRESHOLD_", "worker.malloc-trim-threshold")):
+        v = config.get(key)
+        if v is not None:
+            env[var] = parse_bytes(v)
+    if not env or not DI.enabled("worker-malloc"):
+        return {}
+    dask_default = {"MALLOC_TRIM_THRESHOLD_": "65536"}
+    current = nanny.pre_spawn_env
+    chosen = {k: str(v) for k, v in env.items()
+              if k not in current or str(current[k]) == dask_default.get(k, str(current[k]))}
+    if chosen:
+        DI.set_pre_spawn_env(nanny, chosen)
+    return chosen
 
 
 def install_store(nanny) -> bool:

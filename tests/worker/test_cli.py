@@ -17,6 +17,9 @@ def _worker_view(dask_worker):
         "quota": dask_worker.state.total_resources.get("mars-memory"),
         "limit": dask_worker.memory_manager.memory_limit,
         "plugins": sorted(dask_worker.plugins),
+        # what the process was spawned with (glibc read it then)
+        "malloc": {k: v for k, v in (kv.split(b"=", 1) for kv in open("/proc/self/environ", "rb").read().split(b"\0")
+                                       if kv.startswith(b"MALLOC_"))},
     }
 
 
@@ -42,8 +45,29 @@ def test_cli_preloads_scheduler_argv_and_config(cli_cluster):
     assert wv["data"] == "MarsStore"
     assert wv["quota"] == int(0.5 * wv["limit"])
     assert "mars-dask" in wv["plugins"]
+    assert wv["malloc"] == {b"MALLOC_MMAP_THRESHOLD_": b"33554432", b"MALLOC_TRIM_THRESHOLD_": b"67108864"}
     (nv,) = c.client.run(_nanny_view, nanny=True).values()
     assert "mars-dask-nanny" in nv
+
+
+def test_malloc_thresholds_leave_a_users_own_setting_alone():
+    """The nanny preload sets glibc's heap thresholds for its worker processes, except a
+    variable the user's Dask config set to something other than Dask's default."""
+    from types import SimpleNamespace
+
+    from mars_dask.plugins._nanny import tune_malloc
+
+    dask_default = SimpleNamespace(pre_spawn_env={"MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"})
+    assert tune_malloc(dask_default) == {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "67108864"}
+    assert dask_default.pre_spawn_env["MALLOC_TRIM_THRESHOLD_"] == "67108864"
+    assert dask_default.pre_spawn_env["OMP_NUM_THREADS"] == "1"
+    users = SimpleNamespace(pre_spawn_env={"MALLOC_TRIM_THRESHOLD_": "0"})
+    assert tune_malloc(users) == {"MALLOC_MMAP_THRESHOLD_": "33554432"}
+    assert users.pre_spawn_env["MALLOC_TRIM_THRESHOLD_"] == "0"
+    with dask.config.set({"mars-dask.worker.malloc-mmap-threshold": None, "mars-dask.worker.malloc-trim-threshold": None}):
+        untouched = SimpleNamespace(pre_spawn_env={"MALLOC_TRIM_THRESHOLD_": "65536"})
+        assert tune_malloc(untouched) == {}
+        assert untouched.pre_spawn_env == {"MALLOC_TRIM_THRESHOLD_": "65536"}
 
 
 @pytest.mark.timeout(180)
