@@ -467,3 +467,37 @@ def test_unknown_shapes(client):
     q.execute(), r.execute()
     np.testing.assert_allclose(q.fetch() @ r.fetch(), sub, atol=1e-10)
     assert_tensor(mt.linalg.norm(tm, axis=0), np.linalg.norm(sub, axis=0))
+
+
+@pytest.mark.parametrize("chunks", [2, (3, 2), (8, 1), 100])
+def test_symmetric_products_compute_half_the_blocks(client, chunks):
+    """x.T @ x and x @ x.T (however written) compute the blocks on and above the diagonal
+    from x's own blocks (no transposed copy; the diagonal's partials are symmetric) and
+    mirror the others: on a 4x4 grid 40 partials + 10 sums + 6 mirrors instead of
+    64 + 16; values equal numpy's, ints exactly, and C-ordered as numpy's."""
+    from mars_dask.tiling.emit import postorder
+
+    a = _data((8, 8))
+    x = mt.tensor(a, chunk_size=chunks)
+    cases = [(x.T @ x, a.T @ a), (x @ x.T, a @ a.T), (mt.dot(x.T, x), a.T @ a), (x.T.dot(x), a.T @ a),
+             (mt.tensordot(x, x.T, axes=1), a @ a.T), (mt.matmul(x.T, x), a.T @ a)]
+    for t, expected in cases:
+        assert t.op._gram() is not None
+        got = t.execute().fetch()
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        assert got.flags.c_contiguous
+    if chunks == 2:
+        y = x.T @ x
+        y._ensure_tiled()
+        order, _ = postorder(y.chunks)
+        assert len([c for c in order if c.key[0].startswith(y.key)]) == 40 + 10 + 6
+    ai = np.arange(30).reshape(6, 5)
+    xi = mt.tensor(ai, chunk_size=(4, 2))
+    np.testing.assert_array_equal((xi.T @ xi).execute().fetch(), ai.T @ ai)
+    np.testing.assert_array_equal((xi @ xi.T).execute().fetch(), ai @ ai.T)
+    # not symmetric: another tensor, or a transpose of something else
+    b = _data((8, 8)) + 1
+    y = mt.tensor(b, chunk_size=chunks)
+    for t, expected in [(x.T @ y, a.T @ b), (y.T @ x, b.T @ a), (x.T @ x.T, a.T @ a.T)]:
+        assert t.op._gram() is None
+        np.testing.assert_allclose(t.execute().fetch(), expected, rtol=1e-12)

@@ -15,8 +15,11 @@ the output are summed over.  Tiling follows Mars/dask.array:
    sums (none when a single partial exists); with a sparse input, each output block's
    partials and their sum are one task instead (dask.array's choice for sparse).
 
-For ``x.T @ x`` with a 4x4 chunk grid that is 64 partial products plus 16 sums, the same
-graph dask.array builds.
+For a general product on a 4x4 chunk grid that is 64 partial products plus 16 sums, the
+same graph dask.array builds.  A symmetric product, ``x.T @ x`` or ``x @ x.T`` (however
+written), computes only the blocks on and above the diagonal, from ``x``'s own blocks
+(``a.T @ b``: no transposed copy), and mirrors the others: half the multiplications, and the
+diagonal's partials are symmetric (numpy uses BLAS ``syrk``), as numpy does in one process.
 """
 
 from __future__ import annotations
@@ -117,6 +120,18 @@ def _iadd(out, p):
     return out + p
 
 
+def _gram_partial(a, b, side):
+    """One partial of ``x.T @ x`` (``side`` "T": ``a.T @ b``) or ``x @ x.T`` (``a @ b.T``)
+    from two blocks of ``x``; the same block twice is a symmetric product, which numpy
+    computes with BLAS ``syrk`` (half the work of ``gemm``)."""
+    return a.T @ b if side == "T" else a @ b.T
+
+
+def _mirrored(block):
+    """Output block (j, i) of a symmetric product from block (i, j)."""
+    return np.ascontiguousarray(block.T)
+
+
 def _aligned(t, nsplits):
     """``t`` re-cut to ``nsplits`` (sparse tensors by a sparse rechunk)."""
     return _sp.rechunked_data(t, nsplits) if t.issparse else rechunked(t, nsplits)
@@ -138,6 +153,9 @@ class TensorContraction(TensorOperand):
         if any(has_unknown(s) for t in inputs for s in t.nsplits):
             yield from ensure_known(*inputs)
         sizes = _label_sizes(inputs, self.in_labels)  # re-checked: shapes may just be known
+        gram = self._gram()
+        if gram is not None:
+            return self._tile_gram(*gram)
 
         # 1. one chunk layout per label; broadcast (length-1) axes stay one chunk
         target = {}
@@ -192,6 +210,63 @@ class TensorContraction(TensorOperand):
             # 3. ... added up by a tree
             chunks.append(tree_sum(self, idx, shape, products))
         return [(chunks, out_nsplits)]
+
+
+    def _gram(self):
+        """``(x, side)`` when this is ``x.T @ x`` (side "T") or ``x @ x.T`` (side "N") of a
+        dense 2-d ``x`` written with a transpose (``dot``, ``matmul``, ``@``, ``tensordot``),
+        else None."""
+        from ..manipulation import TensorTranspose
+
+        if len(self.inputs) != 2 or self.kernel not in (_tensordot_kernel, _matmul_kernel):
+            return None
+        a, b = self.inputs
+        la, lb = self.in_labels
+        if a.ndim != 2 or b.ndim != 2 or a.issparse or b.issparse or la[1] != lb[0] or self.out_labels != la[0] + lb[1]:
+            return None
+        for t, x, side in ((a, b, "T"), (b, a, "N")):
+            op = t.op
+            if isinstance(op, TensorTranspose) and tuple(op.axes) == (1, 0) and op.inputs[0] is x:
+                return x, side
+        return None
+
+    def _tile_gram(self, x, side):
+        """A symmetric product: the blocks on and above the diagonal as sums of partial
+        products of ``x``'s own blocks (no transposed copy of ``x``; the diagonal's
+        partials are symmetric, ``syrk``), those below as mirrors of those above.  Half the
+        multiplications of the general tiling (numpy does the same in one process)."""
+        ax = 1 if side == "T" else 0  # x's axis that becomes the output's rows and columns
+        out_splits = x.nsplits[ax]
+        out_nsplits = (out_splits, out_splits)
+        nk = len(x.nsplits[1 - ax])
+
+        def block(i, k):
+            return x.chunk_at((k, i) if side == "T" else (i, k))
+
+        chunks = {}
+        for i, j in chunk_grid(out_nsplits):
+            if i > j:
+                continue
+            shape = chunk_shape_at(out_nsplits, (i, j))
+            partials = []
+            for k in range(nk):
+                blocks = [block(i, k), block(j, k)] if i != j else [block(i, k)]
+                args = (blocks[0], blocks[-1], side)
+                memory = int(nbytes(blocks) + _nbytes(shape, self.outputs[0]))
+                c = self.new_chunk((i, j), shape, _gram_partial, args, inputs=blocks, memory=memory)
+                if nk > 1:
+                    c.key = (self.output_key(0) + "-partial", i, j, k)
+                partials.append(c)
+            chunks[i, j] = tree_sum(self, (i, j), shape, partials)
+        out = []
+        for i, j in chunk_grid(out_nsplits):
+            if i > j:
+                src = chunks[j, i]
+                out.append(self.new_chunk((i, j), chunk_shape_at(out_nsplits, (i, j)), _mirrored, (src,),
+                                          inputs=[src], memory=int(2 * nbytes([src]))))
+            else:
+                out.append(chunks[i, j])
+        return [(out, out_nsplits)]
 
 
 def _nbytes(shape, out) -> float:
