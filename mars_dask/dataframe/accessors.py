@@ -10,7 +10,7 @@ number of columns depends on the data) and ``str.cat`` without ``others`` (a red
 from __future__ import annotations
 
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from ._meta import meta_nonempty
 
 from .core import Series, register_method
 from .map import is_pandas_tileable, map_rows

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from ._meta import meta_nonempty
 
 from ..tiling.core import Chunk, ensure_known
 from .arithmetic import _conform, align as outer_align, known_labels, upcast_meta

@@ -31,7 +31,7 @@ import operator
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from ._meta import meta_nonempty
 from pandas.api.types import is_list_like
 
 from ..tiling.core import Chunk, ensure_known, new_key

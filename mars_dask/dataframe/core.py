@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import make_meta, meta_nonempty
+from ._meta import make_meta, meta_nonempty
 
 from ..tiling.core import Chunk, Operand, TileableData
 from ..tiling.tileable import Tileable

@@ -70,7 +70,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from ._meta import meta_nonempty
 from pandas.core.dtypes.missing import na_value_for_dtype
 from dask.utils import parse_bytes
 

@@ -44,7 +44,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from dask.base import tokenize
-from dask.dataframe.utils import meta_nonempty
+from ._meta import meta_nonempty
 
 from .. import config
 from ..tensor.core import Tensor, TensorData

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from ._meta import meta_nonempty
 
 from ..tiling.core import Chunk, ensure_known
 from ..tiling.tileable import Tileable

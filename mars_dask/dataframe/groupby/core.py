@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from .._meta import meta_nonempty
 
 from ... import config
 from ...tiling.core import has_unknown

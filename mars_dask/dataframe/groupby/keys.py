@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from .._meta import meta_nonempty
 
 from ...tiling.core import ensure_known
 from ..core import DataFrameOperand, frame_nsplits

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from dask.dataframe.utils import meta_nonempty
+from .._meta import meta_nonempty
 
 from ..core import DataFrame, frame_nsplits, nan
 from . import kernels as K
