@@ -314,9 +314,13 @@ class TensorReduction(TensorOperand):
         axes, key = self.axes, self.output_key()
         offs = [offsets(s) for s in x.nsplits] if r.needs_offsets else None
 
+        sources = self._masked_sources(x, r)
+        if sources is None:
+            sources, grid = [(idx, x.chunk_at(idx)) for idx in x.chunk_grid()], list(x.chunk_shape)
+        else:
+            grid = [len(sources)]
         parts = {}
-        for idx in x.chunk_grid():
-            c = x.chunk_at(idx)
+        for idx, c in sources:
             extra = None
             if offs is not None:
                 extra = {"offset": tuple(o[i] for o, i in zip(offs, idx)), "shape": tuple(x.shape)}
@@ -328,7 +332,6 @@ class TensorReduction(TensorOperand):
 
         # Mars: about combine_size partials per combine, spread evenly over the reduced axes
         per_axis = _builtin_max(int(self.combine_size ** (1.0 / len(axes))), 2) if axes else 1
-        grid = list(x.chunk_shape)
         level = 0
         while _builtin_any(grid[a] > per_axis for a in axes):
             new_grid = [-(-g // per_axis) if a in axes else g for a, g in enumerate(grid)]
@@ -356,6 +359,36 @@ class TensorReduction(TensorOperand):
         if not self.keepdims:
             nsplits = [s for a, s in enumerate(nsplits) if a not in axes]
         return [(out_chunks, tuple(nsplits))]
+
+
+    def _masked_sources(self, x, r):
+        """``[(index, chunk)]``: the per-chunk selections of ``x = a[mask]`` when this
+        reduction of all of ``x`` does not depend on the order of its elements, else None.
+
+        A mask over two or more axes gives numpy's C order only if each row of chunks is
+        first joined into one chunk, which moves most of ``a`` between workers; a sum, a
+        min or a mean of the selection does not need that order, so each chunk of ``a``
+        is filtered and reduced where it is (as ``x[x > 0.5].sum()`` needs)."""
+        from .indexing import TensorBoolMask, _mask_kernel, rechunk_now
+
+        op = x.op
+        if r.needs_offsets or not isinstance(op, TensorBoolMask) or op.axis != 0 or tuple(self.axes) != (0,):
+            return None
+        if _builtin_any(c.future is not None for c in x.chunks):  # executed: reduce what exists
+            return None
+        a, m = op.inputs
+        if m.ndim < 2 or m.ndim != a.ndim or a.issparse or m.issparse:
+            return None
+        if _builtin_any(has_unknown(s) for t in (a, m) for s in t.nsplits) or tuple(a.shape) != tuple(m.shape):
+            return None
+        if tuple(m.nsplits) != tuple(a.nsplits):
+            m = rechunk_now(m, a.nsplits)
+        out = []
+        for n, idx in enumerate(a.chunk_grid()):
+            c = self.new_chunk((n,), (math.nan,), _mask_kernel, (a.chunk_at(idx), m.chunk_at(idx), 0), blockwise=True)
+            c.key = (f"{self.output_key()}-select", n)
+            out.append(((n,), c))
+        return out
 
 
 def _group(idx, axes, size, grid):

@@ -394,3 +394,31 @@ def test_array_ufunc_accumulate(client):
     t = mt.tensor(A2, chunk_size=4)
     _check_all([(np.add.accumulate(t, axis=1), np.add.accumulate(A2, axis=1)),
                 (np.multiply.accumulate(t, axis=0), np.multiply.accumulate(A2, axis=0))])
+
+
+@pytest.mark.parametrize("name", ["sum", "min", "max", "mean", "prod", "nansum", "any", "all", "count_nonzero",
+                                  "var", "std", "argmax"])
+def test_reducing_a_multidimensional_selection_filters_each_chunk_in_place(client, name):
+    """``a[mask].sum()`` with a 2-d mask: an order-free reduction of the whole selection
+    filters and reduces each chunk of ``a`` where it is; numpy's C order would first join
+    each row of chunks into one (moving most of ``a`` between workers).  argmax needs the
+    order and keeps numpy's.  Values equal numpy's, also for a mask chunked differently and
+    for a selection already executed."""
+    from mars_dask.tiling.emit import postorder
+
+    rng = np.random.default_rng(0)
+    a = rng.random((23, 17))
+    a[3, 4] = np.nan
+    x = mt.tensor(a, chunk_size=(6, 5))
+    t = getattr(mt, name)(x[x > 0.5])
+    t._ensure_tiled()
+    order, _ = postorder(t.chunks)
+    selects = [c for c in order if c.key[0].endswith("-select")]
+    assert len(selects) == (0 if name == "argmax" else 16)
+    assert not [c for c in order if "rechunk" in c.key[0]] or name == "argmax"
+    np.testing.assert_allclose(t.execute().fetch(), getattr(np, name)(a[a > 0.5]), rtol=1e-12)
+    m = mt.tensor(a < 0.3, chunk_size=(7, 9))
+    np.testing.assert_allclose(getattr(mt, name)(x[m]).execute().fetch(), getattr(np, name)(a[a < 0.3]), rtol=1e-12)
+    done = x[x > 0.2]
+    done.execute()
+    np.testing.assert_allclose(getattr(mt, name)(done).execute().fetch(), getattr(np, name)(a[a > 0.2]), rtol=1e-12)
