@@ -266,8 +266,9 @@ def reconnect_timeout() -> float | None:
 
 def tune_malloc(nanny) -> dict:
     """Give the nanny's worker processes ``mars-dask.worker.malloc-mmap-threshold`` and
-    ``malloc-trim-threshold`` (glibc's heap thresholds) unless the user's Dask config already sets those variables differently from
-    Dask's default.  Must run before the first process starts (a ``--preload-nanny``).
+    ``malloc-trim-threshold`` (glibc's heap thresholds), except a variable the user's Dask
+    config already sets to something other than Dask's default.  Must run before the first
+    process starts (a ``--preload-nanny``).
 
     Why: Dask spawns workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also turns off
     glibc's adaptive mmap threshold, so every array above 128 KiB is a fresh mapping whose
@@ -285,10 +286,9 @@ def tune_malloc(nanny) -> dict:
             env[var] = parse_bytes(v)
     if not env or not DI.enabled("worker-malloc"):
         return {}
-    dask_default = {"MALLOC_TRIM_THRESHOLD_": "65536"}
+    dask_default = {"MALLOC_TRIM_THRESHOLD_": "65536"}  # distributed.nanny.pre-spawn-environ
     current = nanny.pre_spawn_env
-    chosen = {k: str(v) for k, v in env.items()
-              if k not in current or str(current[k]) == dask_default.get(k, str(current[k]))}
+    chosen = {k: str(v) for k, v in env.items() if k not in current or str(current[k]) == dask_default.get(k)}
     if chosen:
         DI.set_pre_spawn_env(nanny, chosen)
     return chosen

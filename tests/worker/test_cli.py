@@ -64,6 +64,9 @@ def test_malloc_thresholds_leave_a_users_own_setting_alone():
     users = SimpleNamespace(pre_spawn_env={"MALLOC_TRIM_THRESHOLD_": "0"})
     assert tune_malloc(users) == {"MALLOC_MMAP_THRESHOLD_": "33554432"}
     assert users.pre_spawn_env["MALLOC_TRIM_THRESHOLD_"] == "0"
+    own_mmap = SimpleNamespace(pre_spawn_env={"MALLOC_MMAP_THRESHOLD_": "1000", "MALLOC_TRIM_THRESHOLD_": "65536"})
+    assert tune_malloc(own_mmap) == {"MALLOC_TRIM_THRESHOLD_": "67108864"}
+    assert own_mmap.pre_spawn_env["MALLOC_MMAP_THRESHOLD_"] == "1000"
     with dask.config.set({"mars-dask.worker.malloc-mmap-threshold": None, "mars-dask.worker.malloc-trim-threshold": None}):
         untouched = SimpleNamespace(pre_spawn_env={"MALLOC_TRIM_THRESHOLD_": "65536"})
         assert tune_malloc(untouched) == {}

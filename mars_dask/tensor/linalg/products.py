@@ -106,15 +106,15 @@ class _Summed:
         n = self.n
         out = self.kernel(*args[:n])
         for i in range(n, len(args), n):
-            p = self.kernel(*args[i : i + n])
-            out = out + p if _sp.is_sparse_value(out) or _sp.is_sparse_value(p) or np.ndim(out) == 0 else _iadd(out, p)
+            out = _iadd(out, self.kernel(*args[i : i + n]))
         return out
 
 
 def _iadd(out, p):
-    """``out + p``, in place where ``out`` is a numpy array of the sum's dtype (the first
-    product is a fresh array no one else holds)."""
-    if isinstance(out, np.ndarray) and np.result_type(out, p) == out.dtype and np.shape(p) == out.shape:
+    """``out + p``, in place where both are numpy arrays and ``out`` has the sum's dtype and
+    shape (the first product is a fresh array no one else holds); sparse sums as scipy's."""
+    if (isinstance(out, np.ndarray) and isinstance(p, np.ndarray) and np.result_type(out, p) == out.dtype
+            and p.shape == out.shape):
         out += p
         return out
     return out + p
