@@ -135,9 +135,13 @@ class Bench:
             n_runs = self.a.runs if system == "mars" else min(self.a.runs, self.a.plain_runs)
             for i in range(n_runs):
                 c = self.cluster(system)
+                before = _recovery_counts(c) if system == "mars" else None
                 res = C.run_job(c, job, "chain", self.chain(), C.PeriodicWorkerKill(self.a.kill_every, seed=i),
                                 expected=ref.result, timeout=self.a.run_timeout)
-                self.log(f"run {i + 1}/{n_runs} " + res.summary())
+                if before is not None:
+                    res.store_loss = _per_kill(before, _recovery_counts(c), len(res.kills))
+                self.log(f"run {i + 1}/{n_runs} " + res.summary()
+                         + (f" per kill: {res.store_loss}" if res.store_loss else ""))
                 runs.append(res)
                 if res.error is not None:
                     self.drop(system)  # a hung or failed run leaves the cluster in any state
@@ -158,6 +162,24 @@ class Bench:
         m_ok = all(r.ok for r in out["mars"][1])
         self.rows.append((f"(a) chain, worker kill every {self.a.kill_every:g}s: correct", cell_a("mars"),
                           cell_a("plain"), "N/N", m_ok))
+
+        def cell_slow(system):
+            ref, runs = out[system]
+            ratios = sorted(r.wall / ref.wall for r in runs if r.ok)
+            if not ratios:
+                return "-", None
+            return (f"median {statistics.median(ratios):.2f} (runs {ratios[0]:.2f}-{ratios[-1]:.2f})",
+                    statistics.median(ratios))
+
+        (ms, mr_), (ps, _) = cell_slow("mars"), cell_slow("plain")
+        self.rows.append(("(a) faulted wall / fault-free wall", ms, ps, "<= 1.5", mr_ is not None and mr_ <= 1.5))
+        losses = [r.store_loss for r in out["mars"][1] if r.store_loss]
+        if losses:
+            keys = losses[0].keys()
+            avg = {k: sum(x[k] for x in losses) / len(losses) for k in keys}
+            self.rows.append(("(a) per kill: results lost / not yet written / adopted / recomputed",
+                              " / ".join(f"{avg[k]:.0f}" for k in ("lost", "lost_unwritten", "adopted", "recomputed")),
+                              "", "info", None))
 
         def cell_b(system):
             _, runs = out[system]
@@ -399,6 +421,24 @@ def _cpu_seconds(cluster) -> float:
         except psutil.Error:
             pass
     return total
+
+
+def _recovery_counts(cluster) -> dict | None:
+    """The scheduler plugin's restart-recovery counters (``mars_stats``)."""
+    try:
+        return cluster.mars_stats()
+    except Exception:  # noqa: BLE001 - a scheduler between lives
+        return None
+
+
+def _per_kill(before, after, kills: int) -> dict | None:
+    """What each kill cost the store, on average over a run: results only the victim held
+    (``lost``), of which its store had not written yet (write-behind: ``lost_unwritten``),
+    results its restarted process gave back (``adopted``) and results recomputed."""
+    if not before or not after or not kills:
+        return None
+    return {k: round((after.get(k, 0) - before.get(k, 0)) / kills, 1)
+            for k in ("lost", "lost_unwritten", "adopted", "recomputed")}
 
 
 def _err(text: str) -> str:

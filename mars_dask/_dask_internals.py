@@ -97,6 +97,9 @@ wrap_update_graph_handler /        the ``update-graph`` stream handler wrapped; 
 update_graph_expr                  ``expr_ser`` field
 materialize_graph                  ``distributed.scheduler._materialize_graph``        failover-journal-restore,
                                                                                        lineage-offload
+wrap_add_keys                      the ``add-keys`` stream handler wrapped              restart-recovery
+                                   (``Scheduler.stream_handlers``, looked up per
+                                   message)
 wrap_update_data / update_data     ``Scheduler.update_data`` wrapped (instance         failover-scatter-checkpoint,
                                    attribute ``scatter`` calls + ``update_data``       failover-rejoin
                                    handler); called for rejoined keys
@@ -385,6 +388,12 @@ def _probe_materialize_graph():
     return _params(_materialize_graph, "expr", "validate")
 
 
+def _probe_add_keys():
+    from distributed.scheduler import Scheduler
+
+    return _source_has(Scheduler.__init__, '"add-keys": self.add_keys') and _params(Scheduler.add_keys, "worker", "keys", "stimulus_id")
+
+
 def _probe_update_data():
     from distributed.scheduler import Scheduler
     return (_params(Scheduler.update_data, "who_has", "nbytes", "client")
@@ -482,6 +491,7 @@ CONTACTS: dict = {
     "wrap_find_lost_dependencies": (_probe_find_lost_dependencies, ("failover-journal-restore",), "scheduler"),
     "wrap_update_graph_handler": (_probe_update_graph_handler, ("failover-journal-restore",), "scheduler"),
     "materialize_graph": (_probe_materialize_graph, ("failover-journal-restore", "lineage-offload"), "scheduler"),
+    "wrap_add_keys": (_probe_add_keys, ("restart-recovery",), "scheduler"),
     "wrap_update_data": (_probe_update_data, ("failover-scatter-checkpoint", "failover-rejoin"), "scheduler"),
     "make_task": (_probe_task_spec, ("failover-checkpoints",), "any"),
     "cut_dependencies": (_probe_task_edges, ("failover-checkpoints", "lineage-offload"), "scheduler"),
@@ -1080,6 +1090,16 @@ def materialize_graph(header, frames) -> dict:
 
     dsk, _ = _materialize_graph(deserialize(header, frames), validate=False)
     return dsk
+
+
+def wrap_add_keys(scheduler, wrapper):
+    """Install ``wrapper(worker=, keys=, stimulus_id=)`` as the scheduler's ``add-keys``
+    stream handler (a worker telling it of values it holds: scattered to it, or put there
+    by ``Worker.update_data``); returns the original. Relies on the handler's name and
+    signature (2026.6.0-2026.8.0)."""
+    original = scheduler.stream_handlers["add-keys"]
+    scheduler.stream_handlers["add-keys"] = wrapper
+    return original
 
 
 def wrap_update_data(scheduler, wrapper):

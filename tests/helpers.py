@@ -10,6 +10,12 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 
+#: Only the restarted process gives a dead process's results back (no live worker takes its
+#: store over: ``mars-dask.scheduler.restart-take-over``): for tests of that path, and where
+#: one machine plays a node lost for good (worker and nanny SIGKILLed), whose store files
+#: are still readable here but would be gone with a real lost node
+NO_TAKE_OVER_ENV = {"DASK_MARS_DASK__SCHEDULER__RESTART_TAKE_OVER": "false"}
+
 
 def run_in_thread(fn, *args, **kwargs):
     """Start ``fn(*args, **kwargs)`` in a daemon thread; returns ``(thread, box)``, the box

@@ -19,6 +19,11 @@ OP_CLOSING = "mars-worker-closing"
 #: scheduler -> worker RPC (``scheduler.broadcast``): the node-local store's figures, asked
 #: when /api/mars/v1/store is requested
 OP_STORE_STATS = "mars_store_stats"
+#: scheduler -> worker RPC: take over the results a dead worker process on the same node
+#: left in its store (``MarsStore.take_over``), instead of waiting for its restart
+OP_TAKE_OVER = "mars_take_over"
+#: scheduler -> worker RPC: write every result at once for a while (``MarsStore.write_now_for``)
+OP_WRITE_NOW = "mars_write_now"
 #: worker restrictions that match no worker: how a result is held back
 HOLD_PREFIX = "mars-hold://"
 

@@ -14,11 +14,21 @@ the next, so restrictions set on a task that just became ``waiting`` are those i
   results and their released ancestors when the dead process had a persistent store and
   a nanny that restarts it (for ``restart-grace``), and the tasks that were executing on
   it until the nanny says why it died (``death-report-timeout``).
+  A held result's inputs that are not in memory elsewhere are detached from it before the
+  death's transitions run (and come back if it is recomputed after all), so its released
+  lineage is not sent to ``waiting`` and back at every kill. After an unexpected death
+  every worker writes each result at once for ``store.write-behind-pause``, so that the
+  next kill finds its results in the store.
+- *Taken over*: at once, a live worker on the same node (``restart-take-over``) moves the
+  held results' files from the dead process's store into its own
+  (``MarsStore.take_over``) and they are adopted there, as below. The store outlives the
+  process on purpose: this makes a kill cost milliseconds instead of a process restart.
 - *Adopted*: the restarted process (same nanny) lists what its store recovered; the held
-  results among them are restricted to it and moved to ``processing`` there; the worker
-  already holds them in memory and answers at once with ``task-finished`` (nothing runs).
-  A result waiting on held (released) ancestors is detached from them first: it no
-  longer needs them, and they are released instead of recomputed.
+  results among them (those not taken over) are restricted to it and moved to
+  ``processing`` there; the worker already holds them in memory and answers at once with
+  ``task-finished`` (nothing runs). A result waiting on held (released) ancestors is
+  detached from them first: it no longer needs them, and they are released instead of
+  recomputed.
 - *Recomputed*: whatever is not adopted when the process is back or the grace period is
   over gets its restrictions back, a priority above all normal work (recovery of lost
   data first, as in Mars), and is scheduled.
@@ -88,6 +98,12 @@ class Death:
     nanny: str | None = None
     n_lost: int = 0  # results (and scattered data) only it held
     lost_keys: set = field(default_factory=set)  # lost data and ancestors sent to waiting
+    lost: set = field(default_factory=set)  # results only it held (or was being given back)
+    readopt: set = field(default_factory=set)  # results it was adopting, still in its store
+    hello_seen: bool = False  # its restarted process has listed its store
+    taken_over: bool = False  # a live worker on its node took results over from its store
+    taking: set = field(default_factory=set)  # held results a live worker is taking over now
+    cut: dict = field(default_factory=dict)  # held result -> inputs detached while it is held
     n_adopted: int = 0
     adopted_by: str | None = None
     adopted_after: float | None = None
@@ -108,6 +124,9 @@ class Recovery:
         self.s = scheduler
         self.quota = quota
         self.grace = parse_timedelta(config.get("scheduler.restart-grace"))
+        self.take_over = bool(config.get("scheduler.restart-take-over"))
+        self.write_pause = parse_timedelta(config.get("store.write-behind-pause") or 0)
+        self._write_now_until = 0.0  # monotonic: workers write every result at once until then
         self.report_timeout = parse_timedelta(config.get("scheduler.death-report-timeout"))
         self.oom_fraction = float(config.get("scheduler.oom-rss-fraction"))
         af = config.get("scheduler.allowed-failures")
@@ -126,7 +145,9 @@ class Recovery:
         self._fail_when_runnable: dict = {}  # key -> exception (failed while waiting)
         self._awaiting: dict = {}  # (nanny, pid) -> Death whose loss line waits for the report
         self.failover = None  # set by the scheduler plugin: keys a new scheduler does not know
-        self.counts = {"adopted": 0, "recomputed": 0, "oom_retries": 0, "oom_failures": 0, "held": 0}
+        self.counts = {"adopted": 0, "recomputed": 0, "oom_retries": 0, "oom_failures": 0, "held": 0,
+                       "lost": 0, "lost_unwritten": 0, "taken_over": 0}
+        self._stores: dict = {}  # ident (nanny) -> what its last process said of its store
 
     # -- worker bookkeeping ---------------------------------------------------------------
     def add_worker(self, address) -> None:
@@ -138,18 +159,28 @@ class Recovery:
 
     def hello(self, worker, persistent, keys):
         info = self.workers.setdefault(worker, {})
-        info.update(persistent=bool(persistent), tracked=True, closing=False)
+        info.update(persistent=bool(persistent), tracked=True, closing=False, hello_at=time.monotonic())
+        if info.get("ident"):
+            self._stores.pop(info["ident"], None)
+            self._stores[info["ident"]] = {"persistent": info["persistent"]}
+            if len(self._stores) > 1000:  # nannies long gone
+                self._stores.pop(next(iter(self._stores)))
         ws = self.s.workers.get(worker)
         if ws is None:
             return {"adopt": []}
         adopt = []
         if self.failover is not None and keys:
             adopt.extend(self.failover.rejoin(worker, keys))
+        listed = set(keys)
         for d in self.deaths.get(self._ident(ws), ()):
             if d.restart_over:
                 continue
+            d.hello_seen = True
+            # lost results its store did not have (held back by its write-behind, or damaged)
+            self.counts["lost_unwritten"] += sum(1 for k in d.restart_keys if k in d.lost and k in d.saved
+                                                 and k not in listed and k not in d.taking)
             for k in keys:
-                if k in d.restart_keys and k in d.saved:
+                if k in d.restart_keys and k in d.saved and k not in d.taking:
                     ts = self.s.tasks.get(k)
                     if ts is not None and ts.state in ("no-worker", "waiting"):
                         adopt.append(k)
@@ -159,12 +190,14 @@ class Recovery:
         # not come back, so it is recomputed now rather than after the grace period (an
         # adoption under way ends the hold in adopted())
         for d in list(self.deaths.get(self._ident(ws), ())):
-            if not d.restart_over and not d.adopting:
+            if not d.restart_over and not d.adopting and not d.taking:
                 self._end_restart(d)
-        return {"adopt": adopt}
+        left = self._write_now_until - time.monotonic()
+        return {"adopt": adopt, "write_now": left if left > 0 else 0}
 
-    def adopted(self, worker, keys):
-        """The restarted process holds ``keys`` in memory: make them ``processing`` there
+    def adopted(self, worker, keys, deaths=None):
+        """The restarted process (or, with ``deaths``, a sibling that took over their
+        stores: :meth:`_take_over`) holds ``keys`` in memory: make them ``processing`` there
         (it answers ``task-finished`` at once, nothing runs)."""
         ws = self.s.workers.get(worker)
         if ws is None:
@@ -173,11 +206,14 @@ class Recovery:
         sid = f"mars-adopt-{time.time()}"
         recs: dict = {}
         total = 0
-        for d in list(self.deaths.get(self._ident(ws), ())):
+        restarted = deaths is None
+        if restarted:
+            deaths = list(self.deaths.get(self._ident(ws), ()))
+        for d in deaths:
             if d.restart_over:
                 continue
             got = []
-            for k in d.adopting & keys:
+            for k in (d.adopting if restarted else d.taking) & keys:
                 ts = self.s.tasks.get(k)
                 if ts is None or k not in d.saved or ts.state not in ("no-worker", "waiting"):
                     continue
@@ -190,6 +226,7 @@ class Recovery:
                 # once nothing waits for them they are released instead of recomputed.
                 missing = [dts for dts in ts.dependencies if not dts.who_has]
                 DI.detach_dependencies(ts, missing)
+                missing += d.cut.pop(k, [])
                 if missing:
                     self._detached[k] = missing
                 DI.hold_to_worker(self.s, ts, ws.address, only=True)
@@ -202,7 +239,8 @@ class Recovery:
                 recs.update(DI.add_to_processing(self.s, ts, ws, start, sid))
                 got.append(k)
             n = len(got)
-            d.adopting.clear()
+            if restarted:
+                d.adopting.clear()
             d.n_adopted += n
             d.adopted_by = ws.address
             d.adopted_after = time.monotonic() - d.t0
@@ -216,8 +254,52 @@ class Recovery:
         self.counts["adopted"] += total
         if recs:
             DI.run_transitions(self.s, recs, sid)
-        for d in list(self.deaths.get(self._ident(ws), ())):
+        if restarted:
+            for d in list(self.deaths.get(self._ident(ws), ())):
+                self._end_restart(d)
+
+    def _sibling(self, d: Death):
+        """A live worker on the dead process's node that can read its store (our plugin,
+        a persistent store), the least busy one; None if there is none."""
+        host = getattr(d.ws, "host", None)
+        best = None
+        for addr, ws in self.s.workers.items():
+            info = self.workers.get(addr) or {}
+            if (addr == d.address or ws.host != host or not info.get("persistent")
+                    or info.get("closing") or ws.status.name != "running"):
+                continue
+            if best is None or len(ws.processing) < len(best.processing):
+                best = ws
+        return best
+
+    async def _take_over(self, d: Death, ws, keys: list) -> None:
+        """Ask ``ws``, on the dead process's node, for the held ``keys`` from the dead
+        process's store (``MarsStore.take_over``) and adopt what it gives back; what it
+        could not (files never written or damaged) is recomputed once nothing else can
+        bring it back. The restarted process, when it comes, is not asked for these keys."""
+        got, answered = [], False
+        try:
+            resp = await self.s.rpc(ws.address).mars_take_over(name=str(d.name), keys=keys)
+            got, answered = list(resp.get("keys") or ()), True
+        except Exception as e:  # noqa: BLE001 - the sibling died or is too old: the restart may still bring them
+            logger.debug("worker %s could not take over the store of %s: %s", ws.address, d.address, e)
+        if got and ws.address in self.s.workers:
+            d.taken_over = True
+            self.adopted(ws.address, got, deaths=[d])
+        d.taking -= set(keys)
+        self.counts["taken_over"] += len(got)
+        if answered:  # not in the dead process's store: held back by its write-behind (or damaged)
+            self.counts["lost_unwritten"] += len(set(keys) - set(got))
+        # what the sibling did not find is in no store (it looked in the dead process's):
+        # recomputed now, unless the restart may still bring back keys it was not asked for
+        if not d.restart_over and (d.hello_seen or (answered and not (d.restart_keys - set(keys)))):
             self._end_restart(d)
+
+    def being_given_back(self, key) -> bool:
+        """``key`` is being adopted (by a restarted process or a sibling taking over)."""
+        if key in self._adopting_saved:
+            return True
+        return any(key in d.adopting or key in d.taking for lst in self.deaths.values() for d in lst)
 
     def held_keys(self) -> set:
         if not self.deaths:
@@ -250,13 +332,24 @@ class Recovery:
         ev = DI.remove_worker_event_fields(msg)
         addr = ev["worker"]
         info = self.workers.pop(addr, None) or {}
+        if not info.get("tracked") and info.get("ident") in self._stores:
+            # a restarted process killed before its plugin said hello: its nanny's earlier
+            # processes said what store it has (and results it computed meanwhile are in it)
+            info = {**info, **self._stores[info["ident"]]}
         executing = self.executing.pop(addr, set())
         for k in executing:
             self.executing_on.pop(k, None)
         if ev["expected"]:
             return
+        self._pause_write_behind(addr)
         tracked = bool(info.get("tracked"))
         processing = set(ev["processing"])
+        # results it was being given back (adopted, in processing there until it answers):
+        # still in its store, so lost data to hold for the next restart, not tasks to re-run
+        # (re-running them would recompute their whole lineage)
+        readopt = {k for k in processing if k in self._adopting_saved}
+        processing -= readopt
+        executing -= readopt
         d = Death(
             address=addr,
             ident=info.get("ident") or addr,
@@ -265,9 +358,11 @@ class Recovery:
             stimulus_id=ev["stimulus_id"],
             memory_limit=info.get("memory_limit") or 0,
             processing=processing,
-            # untracked, or the start messages were lost (a process killed right after it
-            # started): every task it was processing is a suspect
-            executing=(executing & processing) or processing,
+            # untracked, or the start messages may have been lost (a process killed right
+            # after it started): every task it was processing is a suspect. A tracked worker
+            # that executed nothing was waiting for inputs: holding its queue for the
+            # nanny's report would only stall it.
+            executing=(executing & processing) if self._exact_starts(info) else ((executing & processing) or processing),
             tracked=tracked,
             hold_restart=bool(
                 info.get("persistent") and info.get("nanny") and not info.get("closing") and self.grace > 0
@@ -275,9 +370,76 @@ class Recovery:
         )
         d.ws = info.get("ws")
         d.nanny = info.get("nanny")
-        d.n_lost = len(ev["lost"]) + len(ev["scattered"])
+        d.n_lost = len(ev["lost"]) + len(ev["scattered"]) + len(readopt)
+        d.readopt = readopt
+        d.lost = set(ev["lost"]) | set(ev["scattered"]) | readopt
+        if d.hold_restart:
+            self._cut_lineage(d, addr)
+        self.counts["lost"] += d.n_lost
         d.report = self.reports.pop((d.nanny, d.pid), None)
         self.by_stimulus[d.stimulus_id] = d
+
+    def _cut_lineage(self, d: Death, addr: str) -> None:
+        """Detach, before Dask's transitions of this death run, the inputs not in memory
+        elsewhere of each lost result that will be held for the restart, so that sending it
+        back to ``waiting`` does not send its whole released lineage there too. (A chain of
+        80 steps had ~10,000 ancestors marked waiting, and held, at each kill, and released
+        again at each adoption: scheduler work that grew with the job's length.) The inputs
+        come back when the result is not adopted (:meth:`_release`), not held after all
+        (:meth:`remove_worker`), or once its adopted value is in memory (:meth:`transition`)."""
+        tasks = self.s.tasks
+        for k in d.lost:
+            ts = tasks.get(k)
+            if ts is None:
+                continue
+            missing = [dts for dts in ts.dependencies
+                       if not (dts.state == "memory" and any(w.address != addr for w in dts.who_has or ()))]
+            if k in d.readopt:  # detached at its adoption; they stay detached
+                missing += self._detached.pop(k, [])
+            if missing:
+                DI.detach_dependencies(ts, missing)
+                d.cut[k] = missing
+
+    def _reattach(self, d: Death, k) -> bool:
+        """Give a held result back the inputs :meth:`_cut_lineage` detached."""
+        missing = d.cut.pop(k, None)
+        ts = self.s.tasks.get(k)
+        if not missing or ts is None or ts.state == "forgotten":
+            return False
+        DI.attach_dependencies(ts, [dts for dts in missing if self.s.tasks.get(dts.key) is dts])
+        return True
+
+    def _pause_write_behind(self, dead: str) -> None:
+        """A worker process was lost: every worker writes each result at once for
+        ``store.write-behind-pause`` (``MarsStore.write_now_for``), so that another loss
+        meanwhile finds its results in the store (to take over) instead of recomputing them
+        through their released lineage. Write-behind saves a write per short-lived result
+        (~1 ms/MB) on a healthy cluster; under a kill every 3 s the results it held back and
+        lost cost far more (a chain's lost stage results re-ran ~100 tasks each)."""
+        if self.write_pause <= 0:
+            return
+        self._write_now_until = time.monotonic() + self.write_pause
+        others = [a for a in self.s.workers if a != dead]
+        if others:
+            self.s.loop.add_callback(self.s.broadcast, msg={"op": P.OP_WRITE_NOW, "seconds": self.write_pause},
+                                     workers=others, on_error="ignore")
+
+    @staticmethod
+    def _exact_starts(info: dict) -> bool:
+        """The worker's task starts are known: its plugin said hello a while ago (so its
+        start messages, sent every few milliseconds, have had time to arrive)."""
+        t = info.get("hello_at")
+        return bool(info.get("tracked")) and t is not None and time.monotonic() - t > 1.0
+
+    def _worth_holding(self, d: Death, ts) -> bool:
+        """Hold ``ts`` (lost, or an ancestor being recomputed) for the restart? A lost result
+        always (its store may have it); an ancestor only while every result waiting for it is
+        held (its recomputation is needed only if they are not adopted)."""
+        if ts.key in d.lost:
+            return True
+        waiting = [dts for dts in ts.dependents if dts.state in ("waiting", "no-worker")]
+        return bool(waiting) and all(dts.key in d.saved or any(self._deaths_holding(dts.key))
+                                     for dts in waiting)
 
     def transition(self, key, start, finish, stimulus_id) -> None:
         if start == "processing":
@@ -301,7 +463,8 @@ class Recovery:
         if d is None:
             return
         if start == "processing" and finish == "released":
-            d.requeued.add(key)
+            if key not in d.readopt:
+                d.requeued.add(key)
         elif start == "released" and finish == "waiting":
             ts = self.s.tasks[key]
             if key in d.executing:
@@ -313,7 +476,9 @@ class Recovery:
             else:  # lost data, or an ancestor of lost data being recomputed
                 self._boost(ts)
                 d.lost_keys.add(key)
-                if d.hold_restart:
+                if not d.hold_restart:
+                    pass
+                elif self._worth_holding(d, ts):
                     self._hold(d, ts)
                     d.restart_keys.add(key)
 
@@ -322,6 +487,14 @@ class Recovery:
         d = self.by_stimulus.pop(stimulus_id, None)
         if d is None:
             return
+        for k in [k for k in d.cut if k not in d.saved]:  # not held by this death
+            holder = next(self._deaths_holding(k), None)
+            if holder is not None:  # held for an earlier death's restart: its inputs go with it
+                holder.cut.setdefault(k, []).extend(d.cut.pop(k))
+            elif self._reattach(d, k):
+                ts = self.s.tasks[k]
+                if ts.state in ("waiting", "no-worker", "queued"):
+                    DI.run_transitions(self.s, {k: "released"}, f"mars-reattach-{time.time()}")
         if self.failover is not None:
             d.fplan = self.failover.loss_plan(stimulus_id)
         self._expect_report(d)
@@ -346,6 +519,11 @@ class Recovery:
             loop.call_later(self.report_timeout, self._decide, d)
         if d.restart_keys:
             loop.call_later(self.grace, self._end_restart, d)
+            sibling = self._sibling(d) if self.take_over else None
+            keys = [k for k in d.restart_keys if k in d.lost and k in d.saved]
+            if sibling is not None and keys:
+                d.taking |= set(keys)
+                loop.add_callback(self._take_over, d, sibling, keys)
 
     def _expect_report(self, d: Death) -> None:
         """Log the loss line once the nanny's report says why (it usually follows the
@@ -495,7 +673,7 @@ class Recovery:
     def _end_restart(self, d: Death) -> None:
         if d.restart_over:
             return
-        if d.adopting:  # adoption under way: the worker will call adopted() shortly
+        if d.adopting or d.taking:  # adoption under way: the worker will call adopted() shortly
             if time.monotonic() - d.t0 < self.grace + 30:
                 # ...unless it dies first: look again
                 self.s.loop.call_later(5, self._end_restart, d)
@@ -581,7 +759,8 @@ class Recovery:
         d.planned = True
         parts, args = [], []
         if d.n_adopted:
-            parts.append("adopted %d results of its restarted process %s after %.2f s")
+            whose = "taken over from its store by worker" if d.taken_over else "of its restarted process"
+            parts.append(f"adopted %d results {whose} %s after %.2f s")
             args += [d.n_adopted, d.adopted_by, d.adopted_after]
         n = len(d.recompute)
         if n:
@@ -631,19 +810,23 @@ class Recovery:
         """Give ``keys`` their restrictions back and schedule those still needed; the others
         are released (e.g. the ancestors of an adopted result). Returns how many are to be
         computed."""
-        held = {}
+        held, reattached = {}, set()
         for k in keys:
             saved = d.saved.pop(k, None)
             ts = self.s.tasks.get(k)
             if saved is None or ts is None:
                 continue
             self._restore(ts, saved)
+            if self._reattach(d, k):
+                reattached.add(k)
             held[k] = ts
         needed = self._needed(held)
         recs = {}
         for k, ts in held.items():
-            if k not in needed:
-                if ts.state in ("no-worker", "waiting"):
+            if k not in needed or k in reattached:
+                # (re-attached inputs: back to released, from where Dask sends the result
+                # and the inputs it needs to waiting)
+                if ts.state in ("no-worker", "waiting", "queued"):
                     recs[k] = "released"
             elif ts.state == "no-worker":
                 recs[k] = "processing"

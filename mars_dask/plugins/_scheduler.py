@@ -66,6 +66,8 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             P.OP_USED: self._used,
             P.OP_CLOSING: self.recovery.closing,
         })
+        if DI.enabled("restart-recovery"):
+            self._orig_add_keys = DI.wrap_add_keys(scheduler, self._add_keys)
         for addr in scheduler.workers:
             self.recovery.add_worker(addr)
         if self.install_worker_plugin:
@@ -132,6 +134,16 @@ class MarsSchedulerPlugin(SchedulerPlugin):
     def _worker_exit(self, **report):
         self.recovery.worker_exit(report)
         return "OK"
+
+    def _add_keys(self, worker=None, keys=(), stimulus_id=None, **kwargs):
+        """Dask answers a worker's ``add-keys`` for a key not in memory with
+        ``remove-replicas``: for a result being given back to that worker (restart recovery,
+        take-over) the worker would drop the value just before the scheduler moves the key
+        to processing there, and then run the task, whose inputs were detached (a task that
+        failed with "Not enough arguments"). Those keys are left out."""
+        keys = [k for k in keys if not self.recovery.being_given_back(k)]
+        if keys:
+            return self._orig_add_keys(worker=worker, keys=keys, stimulus_id=stimulus_id, **kwargs)
 
     def _used(self, worker=None, key=None, tileable=None, used=0):
         self.quota.observe(tileable, int(used), held=self.recovery.held_keys())

@@ -210,7 +210,9 @@ class MarsWorkerPlugin(WorkerPlugin):
     def setup(self, worker):
         st = worker.plugins.get(P.WORKER_STATE_PLUGIN)
         # asked by the scheduler's /api/mars/v1/store route (this instance's from now on)
-        DI.register_handlers(worker, handlers={P.OP_STORE_STATS: self._store_stats})
+        DI.register_handlers(worker, handlers={P.OP_STORE_STATS: self._store_stats,
+                                               P.OP_TAKE_OVER: self._take_over,
+                                               P.OP_WRITE_NOW: self._write_now})
         if isinstance(st, _State):
             self.st = st
             st.enabled = st.enabled or self.scheduler_has_plugin
@@ -287,6 +289,8 @@ class MarsWorkerPlugin(WorkerPlugin):
             worker=w.address, persistent=store is not None, keys=list(existing)
         )
         self.st.enabled = True
+        if store is not None and resp.get("write_now"):  # workers are being lost: see _write_now
+            store.write_now_for(resp["write_now"])
         if store is None or not existing:
             return 0
         wanted = [k for k in resp.get("adopt", ()) if k in existing]
@@ -309,6 +313,27 @@ class MarsWorkerPlugin(WorkerPlugin):
                     len(adopted), len(unwanted))
         await w.scheduler.mars_adopted(worker=w.address, keys=adopted)
         return len(adopted)
+
+    async def _take_over(self, name=None, keys=()) -> dict:
+        """The scheduler asks this worker to give back results that the dead worker
+        ``name`` on this node left in its store (``MarsStore.take_over``): they go into this
+        worker's memory as :meth:`_recover` puts a predecessor's, and the scheduler then
+        moves them to processing here (answered at once, nothing runs)."""
+        store = self._store()
+        if store is None or not keys:
+            return {"keys": []}
+        values = await asyncio.to_thread(store.take_over, name, list(keys))
+        if values:
+            self.st.worker.update_data(values, stimulus_id=f"mars-take-over-{time.time()}")
+        return {"keys": list(values)}
+
+    def _write_now(self, seconds=0.0) -> str:
+        """The scheduler saw a worker process die: write every result at once for
+        ``seconds`` (``MarsStore.write_now_for``)."""
+        store = self._store()
+        if store is not None and seconds:
+            store.write_now_for(seconds)
+        return "OK"
 
     async def _store_stats(self) -> dict:
         """The store's figures (``MarsStore.stats``; ``store`` None without the store), read

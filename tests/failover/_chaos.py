@@ -676,6 +676,7 @@ class RunResult:
     report: dict | None = None
     events: list = field(default_factory=list)
     ctx: JobContext | None = None
+    store_loss: dict | None = None  # per kill, mars_dask only (benchmarks/bench_failover.py)
 
     @property
     def ok(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.failover import _chaos as C
+from tests.helpers import NO_TAKE_OVER_ENV
 
 SYSTEMS = pytest.mark.parametrize("system", ["mars", "plain"])
 # the plain-Dask baseline of a long test runs with --runslow only (the CI budget)
@@ -123,7 +124,7 @@ def test_loop_node_loss_reruns_at_most_ten_iterations(own_cluster, system):
     mars_dask re-runs at most 10 iterations (back to the checkpoint of iteration 10) and its
     scheduler TaskStates and journal entries stay flat (target (e)); plain Dask re-runs
     from the start (counted, and asserted, as the baseline)."""
-    c = own_cluster(system, env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "2s"})
+    c = own_cluster(system, env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "2s", **NO_TAKE_OVER_ENV})
     job = _job_system(system)
     ref = C.run_job(c, job, "loop", LOOP, timeout=120, per_iteration=True)
     assert ref.ok, ref.summary()

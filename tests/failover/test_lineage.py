@@ -25,11 +25,12 @@ import mars_dask.dataframe as md
 from mars_dask._safe_files import Authenticator
 from mars_dask.errors import MarsNoWorkersError
 from mars_dask.plugins._failover import _graph_bytes
+from tests.helpers import NO_TAKE_OVER_ENV
 from tests.worker import _kernels as K
 from tests.worker.conftest import CLICluster
 
 # a worker whose node is gone (nanny killed too) is given up on after this
-FAST_GRACE = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "1s"}
+FAST_GRACE = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "1s", **NO_TAKE_OVER_ENV}  # (node-loss tests)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import mars_dask.tensor as mt
 from mars_dask.errors import MarsOutOfMemoryError
 from mars_dask.plugins import memory_hint
 from mars_dask.tensor.arithmetic import elementwise
-from tests.helpers import run_in_thread
+from tests.helpers import NO_TAKE_OVER_ENV, run_in_thread
 from tests.worker import _kernels as K
 
 GiB = 2**30
@@ -42,16 +42,23 @@ def _wait_written(cluster, timeout=30):
     cluster.wait(lambda: sum(cluster.client.run(pending).values()) == 0, timeout, "write-behind")
 
 
-def _persist_kill_finish(cluster):
-    """Persist 64 chunks, start a job over them, SIGKILL the worker process holding most
-    of them mid-job; return (re-executions of the stored chunks, chunks it held, chunks
-    only it held at the kill, result ok)."""
+def _persist_written(cluster):
+    """64 chunks executed and written to the store: (x, its value, its chunk keys, the
+    worker holding most of them, how many it holds)."""
     x = mt.random.rand(64, 20_000, chunk_size=(1, 20_000))
     mars_dask.execute(x)
     xv = x.fetch()
     xkeys = [str(c.key) for c in x.data.chunks]
     _wait_written(cluster)
     name, held = _holder_with_most(cluster, x.data.chunks)
+    return x, xv, xkeys, name, held
+
+
+def _persist_kill_finish(cluster):
+    """Persist 64 chunks, start a job over them, SIGKILL the worker process holding most
+    of them mid-job; return (re-executions of the stored chunks, chunks it held, chunks
+    only it held at the kill, result ok)."""
+    x, xv, xkeys, name, held = _persist_written(cluster)
     assert held >= 16
 
     s = elementwise(K.slow_add_one, x, dtype=float, delay=0.15).sum()
@@ -88,6 +95,42 @@ def test_sigkill_keeps_stored_chunks_and_cleans_up(cli_cluster):
     left = [p for p in c.shm_dir.rglob("*") if p.is_file()] if c.shm_dir.exists() else []
     left += [p for p in c.spill_dir.rglob("*") if p.is_file()] if c.spill_dir.exists() else []
     assert left == [], left
+
+
+@pytest.mark.timeout(300)
+def test_sigkilled_process_results_are_taken_over_by_a_live_worker_at_once(cli_cluster):
+    """The other worker on the node takes the dead process's stored results over from its
+    store (files moved, checked, adopted): they are back before the restarted process has
+    even registered, none runs again, and its successor finds none of them."""
+    c = cli_cluster(mars=True, n_workers=2, nthreads=1, memory_limit="2GiB", env=MARS_ENV)
+    x, xv, xkeys, name, _ = _persist_written(c)
+    victim, _ = c.worker_by_name(name)
+    survivor = next(a for a in c.workers() if a != victim)
+    who = c.client.who_has([ch.future for ch in x.data.chunks])
+    only_there = {k for k, addrs in who.items() if set(addrs) == {victim}}
+    assert len(only_there) >= 16
+    before = c.mars_stats()
+
+    c.kill_worker_process(name)
+
+    def back():
+        w = c.client.who_has([ch.future for ch in x.data.chunks])
+        return all(w[k] for k in only_there) and {a for k in only_there for a in w[k]} == {survivor}
+
+    c.wait(back, 60, "the survivor holds the lost results")
+    restarted_yet = any(str(w["name"]) == str(name) for w in c.workers().values())
+    stats = c.mars_stats()
+    assert stats["taken_over"] - before["taken_over"] == len(only_there), stats
+    assert stats["recomputed"] == before["recomputed"], stats
+    np.testing.assert_array_equal(x.fetch(), xv)
+    assert not restarted_yet  # back in well under a process restart
+    c.wait(lambda: any(str(w["name"]) == str(name) for w in c.workers().values()), 120, "the restart")
+    assert sum(c.counts()["executed"].get(k, 0) for k in xkeys) == len(xkeys)  # none ran again
+    # the restarted process has none of them (the take-over moved the files out of its store)
+    new_addr, _ = c.worker_by_name(name)
+    time.sleep(1)  # its start-up recovery
+    has = c.client.run(lambda dask_worker: [str(k) for k in dask_worker.data], workers=[new_addr])[new_addr]
+    assert not set(has) & {str(k) for k in only_there}
 
 
 @pytest.mark.timeout(300)
@@ -285,7 +328,7 @@ def test_no_restart_falls_back_to_prioritized_recomputation(cli_cluster):
     dead and recomputes the lost results elsewhere at once, without waiting for the restart
     grace period, with a priority above all normal work."""
     c = cli_cluster(mars=True, n_workers=2, nthreads=2, memory_limit="2GiB",
-                    env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s"})
+                    env={"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "60s", **NO_TAKE_OVER_ENV})
     x = mt.random.rand(16, 1000, chunk_size=(1, 1000))
     mars_dask.execute(x)
     xv = x.fetch()

@@ -1006,3 +1006,104 @@ def test_worker_reads_ahead_the_inputs_of_ready_tasks(dirs):
             assert sums == [float(i) * 2**17 for i in range(16)]
             hits = client.run(lambda dask_worker: dask_worker.data.ahead_hits)
             assert list(hits.values())[0] >= 4, hits  # typically 8-15 of 16 (a read ahead let go as its task starts is not counted)
+
+
+def test_a_live_store_takes_over_a_dead_siblings_files(dirs):
+    """``take_over``: a worker on the node gives back what a dead worker process left in its
+    store, at once (no restart needed): each file is moved (not copied) into the live store
+    and checked first; storing the returned object adopts the file; a key whose file is
+    missing or damaged is left out (and the damaged file is not kept); the dead worker's
+    successor no longer finds what was taken."""
+    dead = make_store(dirs, name="w0", write_delay=0)
+    x, y, z = np.arange(1000.0), np.ones((50, 40)), np.full(300, 7.0)
+    df = pd.DataFrame({"a": np.arange(500), "b": np.linspace(0, 1, 500)})
+    for k, v in {("x", 0): x, ("y", 1): y, "z": z, "df": df}.items():
+        dead[k] = v
+    dead_dirs = dead.dirs
+    damaged = dead._entries["z"].path
+    with open(damaged, "r+b") as f:  # one payload byte flipped
+        f.seek(-1, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([b[0] ^ 0xFF]))
+    dead._closed = True  # SIGKILLed: it neither writes nor removes anything any more
+
+    live = make_store(dirs, name="w1", write_delay=0)
+    live["own"] = np.zeros(10)
+    got = live.take_over("w0", [("x", 0), ("y", 1), "z", "df", "never-written"])
+    assert set(got) == {("x", 0), ("y", 1), "df"}
+    np.testing.assert_array_equal(got[("x", 0)], x)
+    np.testing.assert_array_equal(got[("y", 1)], y)
+    tm.assert_frame_equal(got["df"], df)
+    # moved, not copied: gone from the dead worker's directory, in the live one's
+    left = files_under(*dead_dirs)
+    assert left == [] and not os.path.exists(damaged)
+    n_files = len(files_under(*live.dirs))
+    for k, v in got.items():
+        live[k] = v  # what Worker.update_data does: adopts the file, writes nothing
+    assert len(files_under(*live.dirs)) == n_files == 4
+    np.testing.assert_array_equal(live[("x", 0)], x)
+    # a second ask finds nothing; the successor of w0 finds nothing of it either
+    assert live.take_over("w0", [("x", 0)]) == {}
+    successor = make_store(dirs, name="w0")
+    assert successor.existing_keys() == {}
+    successor.close()
+    # deleting a taken-over key removes its file, as for any key of the live store
+    del live[("y", 1)]
+    assert len(files_under(*live.dirs)) == 3
+    live.close()
+    assert files_under(*live.dirs) == []
+
+
+def test_a_successor_scanning_while_its_files_are_taken_over_skips_them(dirs, monkeypatch):
+    """The dead worker's restarted process scans its directory while a sibling moves files
+    out of it: a file gone between the listing and its read is skipped, not an error."""
+    dead = make_store(dirs, name="w0", write_delay=0)
+    for i in range(4):
+        dead[("k", i)] = np.arange(100.0) + i
+    dead._closed = True
+    live = make_store(dirs, name="w1")
+    real_read_header = _files.read_header
+    taken = []
+
+    def read_header_racing(path):
+        if not taken:  # the sibling takes one key right after the successor listed the files
+            taken.append(None)
+            taken[0] = live.take_over("w0", [("k", 2)])
+        return real_read_header(path)
+
+    monkeypatch.setattr(_files, "read_header", read_header_racing)
+    successor = make_store(dirs, name="w0")
+    found = successor.existing_keys()
+    monkeypatch.setattr(_files, "read_header", real_read_header)
+    assert set(taken[0]) == {("k", 2)}
+    assert set(found) == {("k", 0), ("k", 1), ("k", 3)}
+    successor.close()
+    live.close()
+
+
+def test_write_now_for_pauses_write_behind_and_writes_what_waits(dirs, monkeypatch):
+    """``write_now_for`` (asked by the scheduler after a worker process was lost): the values
+    waiting for their write-behind are written at once, and values stored meanwhile are
+    written before ``store[key] = value`` returns; afterwards write-behind holds back again."""
+    st = make_store(dirs, write_delay="30s", write_delay_max_compute="1s")
+    # the worker's view of each key: a task result that took 1 ms to compute
+    task = types.SimpleNamespace(nbytes=8000, state="memory", previous=None,
+                                 startstops=[{"action": "compute", "start": 0.0, "stop": 0.001}])
+    worker = types.SimpleNamespace(state=types.SimpleNamespace(tasks=types.SimpleNamespace(get=lambda key: task)))
+    monkeypatch.setattr(st, "_bound_worker", lambda: worker)
+    st["a"] = np.arange(1000.0)
+    assert st.tier_of("a") == "pending"
+    st.write_now_for(0.5)
+    deadline = time.monotonic() + 10
+    while st.tier_of("a") == "pending" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert st.tier_of("a") == "shm"  # written now, not in 30 s
+    st["b"] = np.arange(10.0)
+    assert st.tier_of("b") == "shm"  # written before the assignment returned
+    time.sleep(0.6)
+    st["c"] = np.arange(10.0)
+    assert st.tier_of("c") == "pending"  # the pause is over
+    st.close()
+
+
