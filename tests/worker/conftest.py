@@ -153,6 +153,14 @@ class CLICluster:
                 self.client.close(timeout=5)
             except Exception:  # noqa: BLE001,S110 - best effort: the processes are killed below
                 pass
+            # the shutdown closes every worker and nanny: let them finish (each store removes
+            # its files in its close) before any signal cuts a close short
+            deadline = time.monotonic() + 10
+            for p in self.procs:
+                try:
+                    p.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
         deadline = time.monotonic() + 20
         for p in self.procs:
             if p.poll() is None:
