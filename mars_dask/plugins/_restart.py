@@ -147,7 +147,7 @@ class Recovery:
         self.failover = None  # set by the scheduler plugin: keys a new scheduler does not know
         self.counts = {"adopted": 0, "recomputed": 0, "oom_retries": 0, "oom_failures": 0, "held": 0,
                        "lost": 0, "lost_unwritten": 0, "taken_over": 0}
-        self._stores: dict = {}  # ident (nanny) -> what its last process said of its store
+        self._persistent: dict = {}  # ident (nanny) -> whether its last process had a store
 
     # -- worker bookkeeping ---------------------------------------------------------------
     def add_worker(self, address) -> None:
@@ -161,10 +161,10 @@ class Recovery:
         info = self.workers.setdefault(worker, {})
         info.update(persistent=bool(persistent), tracked=True, closing=False, hello_at=time.monotonic())
         if info.get("ident"):
-            self._stores.pop(info["ident"], None)
-            self._stores[info["ident"]] = {"persistent": info["persistent"]}
-            if len(self._stores) > 1000:  # nannies long gone
-                self._stores.pop(next(iter(self._stores)))
+            self._persistent.pop(info["ident"], None)
+            self._persistent[info["ident"]] = info["persistent"]
+            if len(self._persistent) > 1000:  # nannies long gone
+                self._persistent.pop(next(iter(self._persistent)))
         ws = self.s.workers.get(worker)
         if ws is None:
             return {"adopt": []}
@@ -332,10 +332,10 @@ class Recovery:
         ev = DI.remove_worker_event_fields(msg)
         addr = ev["worker"]
         info = self.workers.pop(addr, None) or {}
-        if not info.get("tracked") and info.get("ident") in self._stores:
+        if not info.get("tracked") and info.get("ident") in self._persistent:
             # a restarted process killed before its plugin said hello: its nanny's earlier
-            # processes said what store it has (and results it computed meanwhile are in it)
-            info = {**info, **self._stores[info["ident"]]}
+            # processes said whether it has a store (results it computed meanwhile are in it)
+            info = {**info, "persistent": self._persistent[info["ident"]]}
         executing = self.executing.pop(addr, set())
         for k in executing:
             self.executing_on.pop(k, None)
@@ -370,9 +370,9 @@ class Recovery:
         )
         d.ws = info.get("ws")
         d.nanny = info.get("nanny")
-        d.n_lost = len(ev["lost"]) + len(ev["scattered"]) + len(readopt)
         d.readopt = readopt
         d.lost = set(ev["lost"]) | set(ev["scattered"]) | readopt
+        d.n_lost = len(d.lost)
         if d.hold_restart:
             self._cut_lineage(d, addr)
         self.counts["lost"] += d.n_lost
@@ -476,9 +476,7 @@ class Recovery:
             else:  # lost data, or an ancestor of lost data being recomputed
                 self._boost(ts)
                 d.lost_keys.add(key)
-                if not d.hold_restart:
-                    pass
-                elif self._worth_holding(d, ts):
+                if d.hold_restart and self._worth_holding(d, ts):
                     self._hold(d, ts)
                     d.restart_keys.add(key)
 

@@ -187,6 +187,18 @@ class _Entry:
         return self.nbytes
 
 
+def _entry_of(tier: str, path: str) -> _Entry:
+    """The entry of a store file found on disk (a previous process's, or a dead sibling's
+    taken over): its header read, and its key checked against the file's name (raises
+    ``StoreCorruptError``, or what reading the header raises)."""
+    header, offset, size = _files.read_header(path)
+    key = _files.as_key(header["key"])
+    if _key_file(key) != os.path.basename(path):
+        raise StoreCorruptError(f"holds key {key!r}, not the key of its name")
+    header["key"] = key
+    return _Entry(key, tier, path, header, offset, size, header["nbytes"])
+
+
 class MarsStore(MutableMapping):
     """Node-local result store; use as ``Worker(data=MarsStore)`` or
     ``Worker(data=(MarsStore, {...}))`` / ``LocalCluster(data=...)``.
@@ -823,11 +835,9 @@ class MarsStore(MutableMapping):
                         logger.debug("cannot take over %s: %s", src, e)
                         break
                     try:
-                        header, offset, size = _files.read_header(dst)
-                        if _files.as_key(header["key"]) != key:
-                            raise StoreCorruptError(f"holds key {header['key']!r}, not {key!r}")
-                        header["key"] = key
-                        entry = _Entry(key, tier, dst, header, offset, size, header["nbytes"])
+                        entry = _entry_of(tier, dst)
+                        if entry.key != key:
+                            raise StoreCorruptError(f"holds key {entry.key!r}, not {key!r}")
                         value = self._load(entry, verify=True)
                     except (StoreCorruptError, ValueError, KeyError, TypeError, OSError) as e:
                         logger.warning("not taking over damaged store file %s: %s", src, e)
@@ -1105,19 +1115,15 @@ class MarsStore(MutableMapping):
                     _files.unlink_quietly(path)
                     continue
                 try:
-                    header, offset, size = _files.read_header(path)
-                    key = _files.as_key(header["key"])
-                    if _key_file(key) != fn:
-                        raise StoreCorruptError(f"holds key {key!r}, not the key of its name")
+                    entry = _entry_of(tier, path)
                 except FileNotFoundError:  # taken over by a sibling meanwhile (take_over)
                     continue
                 except (StoreCorruptError, ValueError, KeyError, TypeError, OSError) as e:
                     logger.warning("removing unreadable store file %s: %s", path, e)
                     _files.unlink_quietly(path)
                     continue
-                header["key"] = key
-                prev = self._orphans.get(key)
+                prev = self._orphans.get(entry.key)
                 if prev is not None:  # shm is scanned first: keep the disk copy
                     _files.unlink_quietly(prev.path)
-                self._orphans[key] = _Entry(key, tier, path, header, offset, size, header["nbytes"])
+                self._orphans[entry.key] = entry
                 self._maybe_disk = self._maybe_disk or tier == "disk"
