@@ -175,7 +175,7 @@ def concat(objs, *, axis=0, join="outer", ignore_index=False, keys=None, levels=
     if axis == 0:
         meta = infer_meta(lambda *ms: pd.concat(list(ms), **kwargs), *metas)
     else:  # rows are aligned by label: stand-ins with one shared index
-        from dask.dataframe.utils import meta_nonempty
+        from ._meta import meta_nonempty
 
         ne = [meta_nonempty(m) for m in metas]
         n = min(len(x) for x in ne)

@@ -240,7 +240,7 @@ def cartesian_chunk(self, right, func, args=(), **kwargs):
     stand-ins; when that fails, ``output_type="series"`` (object dtype) or
     ``output_type="dataframe"`` with ``dtypes=`` describe it.  ``index=`` gives the labels'
     type, ``memory_scale`` is accepted for compatibility."""
-    from dask.dataframe.utils import meta_nonempty
+    from ._meta import meta_nonempty
 
     output_type = kwargs.pop("output_type", None)
     output_types = kwargs.pop("output_types", None)

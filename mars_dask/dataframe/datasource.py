@@ -229,7 +229,7 @@ def _with_lazy_index(kind, data, index, kwargs):
             values = _frame_like(values, columns=kwargs.get("columns"))
         return relabel(values, idx)
     if _needs_index_length(data):
-        from dask.dataframe.utils import meta_nonempty
+        from ._meta import meta_nonempty
 
         ctor = pd.DataFrame if kind == "frame" else pd.Series
         meta = ctor(data, index=meta_nonempty(idx.data.meta), **kwargs).iloc[:0]  # dtypes of non-empty data

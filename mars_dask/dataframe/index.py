@@ -150,7 +150,7 @@ def _to_numpy_kernel(x, func):
 
 def _tensor_of(obj, func, dtype, probe=False):
     if probe:  # pandas' own errors now (``isna`` of a MultiIndex...)
-        from dask.dataframe.utils import meta_nonempty
+        from ._meta import meta_nonempty
 
         func(meta_nonempty(obj.data.meta))
     op = _ChunkToNumpy([obj.data], func=func)
@@ -329,7 +329,7 @@ def _index_map(self, mapper, na_action=None, dtype=None, memory_scale=None):
     if dtype is not None:
         meta = pd.Index([], dtype=dtype, name=self.name)
     if is_pandas_tileable(mapper):
-        from dask.dataframe.utils import meta_nonempty
+        from ._meta import meta_nonempty
 
         from .methods import broadcast_map
 
@@ -467,7 +467,7 @@ class ExtremeReducer(Reducer):
 
 
 def _extreme(self, name, axis, skipna):
-    from dask.dataframe.utils import meta_nonempty
+    from ._meta import meta_nonempty
 
     _check_minmax_axis(axis)
     if self.data.range_index:

@@ -81,7 +81,7 @@ class AllChunks:
     def sample(self):
         meta = getattr(self.tileable.data, "meta", None)
         if meta is not None:
-            from dask.dataframe.utils import meta_nonempty
+            from ._meta import meta_nonempty
 
             return [meta_nonempty(meta)]
         return [np.ones(1, dtype=getattr(self.tileable, "dtype", None) or object)]

@@ -150,7 +150,7 @@ def pivot_table(data, values=None, index=None, columns=None, aggfunc="mean", fil
         vals = _as_list(values)
         _check_keys(data, vals, "value")
     # pandas validates the aggregation's dtypes on a stand-in before anything runs
-    from dask.dataframe.utils import meta_nonempty
+    from ._meta import meta_nonempty
 
     pd.pivot_table(meta_nonempty(meta), values=values, index=index, columns=columns, aggfunc=aggfunc,
                    fill_value=fill_value, dropna=dropna, observed=observed, sort=sort)
@@ -243,7 +243,7 @@ def _row_labels(df) -> pd.Index:
 def _transpose_meta(meta: pd.DataFrame, labels: pd.Index) -> pd.DataFrame:
     """pandas' ``df.T`` structure: one dtype for every column (the frame's common dtype,
     found by transposing a one-row stand-in), the columns' labels as index."""
-    from dask.dataframe.utils import meta_nonempty
+    from ._meta import meta_nonempty
 
     one = meta_nonempty(meta).iloc[:1].T
     index = one.index[:0]
@@ -448,7 +448,7 @@ def insert(self, loc, column, value, allow_duplicates=False):
     a list/array/tensor of the frame's length (all that ``df[c] = value`` takes)."""
     import uuid
 
-    from dask.dataframe.utils import meta_nonempty
+    from ._meta import meta_nonempty
 
     from .indexing import setitem
 

@@ -17,6 +17,7 @@ output has one chunk per partition, with lengths known after execution.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .core import DataFrame, DataFrameOperand, Series, frame_nsplits, infer_meta, nan, register_method
@@ -25,10 +26,38 @@ from .shuffle import concat_pieces, range_shuffle_key, relabel_range, sample_piv
 __all__: list[str] = []
 
 
+def _numeric_order(obj, by, ascending):
+    """The stable ascending order of a numeric key without missing values, or None.
+
+    pandas' ``sort_values`` goes through ``nargsort``, which masks missing values, copies
+    the rest and their positions, sorts, gathers and concatenates: for a float key without
+    NaN that is the one stable argsort (the same permutation) plus ~40% more time."""
+    if ascending is not True and ascending != [True]:
+        return None
+    if isinstance(obj, pd.Series):
+        col = obj
+    elif len(by) == 1 and not isinstance(obj.columns, pd.MultiIndex) and obj.columns.is_unique:
+        col = obj[by[0]]
+    else:
+        return None
+    if col.dtype.kind not in "iuf" or not isinstance(col.dtype, np.dtype):
+        return None
+    values = col.to_numpy()
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        return None
+    return np.argsort(values, kind="stable")
+
+
 def _sort_kernel(obj, spec):
     if isinstance(obj, list):
         obj = concat_pieces(obj)
     what, by, ascending, na_position, level, sort_remaining, ignore_index = spec
+    order = _numeric_order(obj, by, ascending) if what == "values" else None
+    if order is not None:
+        res = obj.take(order)
+        if ignore_index:
+            res.index = pd.RangeIndex(len(res))
+        return res
     if what == "values":
         if isinstance(obj, pd.Series):
             res = obj.sort_values(ascending=ascending, kind="stable", na_position=na_position, ignore_index=ignore_index)

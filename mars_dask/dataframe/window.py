@@ -553,7 +553,7 @@ class Rolling(_RowAggregations):
 
 def _validate(obj, kind, params):
     """pandas validates the window arguments (its own errors) on a non-empty stand-in."""
-    from dask.dataframe.utils import meta_nonempty
+    from ._meta import meta_nonempty
 
     getattr(meta_nonempty(obj.data.meta), kind)(**params)
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -100,6 +101,12 @@ def write_checkpoint(directory: str, key, value, auth: Authenticator) -> tuple[s
     return path, _verified_size(path, key, None)
 
 
+def _timed_write(directory, key, value, auth) -> tuple[str, int, float]:
+    t0 = time.perf_counter()
+    path, size = write_checkpoint(directory, key, value, auth)
+    return path, size, time.perf_counter() - t0
+
+
 def _worker_auth() -> Authenticator:
     from distributed import get_worker
 
@@ -146,7 +153,8 @@ class MarsCheckpointPlugin(WorkerPlugin):
     def setup(self, worker):
         self.worker = worker
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mars-checkpoint")
-        DI.register_handlers(worker, handlers={"mars_checkpoint": self._checkpoint_keys})
+        DI.register_handlers(worker, handlers={"mars_checkpoint": self._checkpoint_keys},
+                             stream_handlers={P.OP_CHECKPOINT: self._checkpoint_now})
         if DI.enabled("failover-checkpoints"):
             DI.install_dependency_pruning(worker)
 
@@ -167,7 +175,7 @@ class MarsCheckpointPlugin(WorkerPlugin):
             value = self.worker.data[key]
         except KeyError:
             return
-        fut = self._pool.submit(write_checkpoint, self.directory, key, value, self.auth)
+        fut = self._pool.submit(_timed_write, self.directory, key, value, self.auth)
         loop = self.worker.loop
 
         def done(f):
@@ -186,8 +194,14 @@ class MarsCheckpointPlugin(WorkerPlugin):
             self.worker.batched_send({"op": P.OP_CHECKPOINT_FAILED, "key": key,
                                       "error": f"{type(exc).__name__}: {exc}"})
             return
-        path, size = f.result()
-        self.worker.batched_send({"op": P.OP_CHECKPOINTED, "key": key, "path": path, "nbytes": size})
+        path, size, seconds = f.result()
+        self.worker.batched_send({"op": P.OP_CHECKPOINTED, "key": key, "path": path, "nbytes": size,
+                                  "seconds": seconds})
+
+    def _checkpoint_now(self, keys=()):
+        """Scheduler's stream message (``checkpoint-shuffles: auto``): checkpoint ``keys``."""
+        for k in keys:
+            self._submit(k)
 
     async def _checkpoint_keys(self, keys=()):
         """Scheduler request (scattered data): checkpoint ``keys`` held here."""

@@ -93,6 +93,7 @@ from .._safe_files import (
 from ..errors import DataIntegrityError, MarsNoWorkersError
 from . import _protocol as P
 from ._checkpoint import MarsCheckpointPlugin, checkpoint_path, is_loader, loader_task
+from ._checkpoint_policy import CheckpointPolicy, compute_seconds
 from ._journal import JournalEntry, LineageIncomplete, LineageJournal
 
 logger = logging.getLogger("mars_dask.plugins.failover")
@@ -202,6 +203,11 @@ class Failover:
         self._deleted: OrderedDict = OrderedDict()  # the latest deleted (bounded)
         self._unlink_lock = threading.Lock()
         self.offload = bool(_cfg("offload-lineage")) and DI.enabled("lineage-offload")
+        # shuffle map outputs: every one (True), none (False) or those worth it ("auto":
+        # the scheduler judges each as it arrives and asks its worker to write it)
+        self.shuffle_checkpoints = _shuffle_mode(_cfg("checkpoint-shuffles"))
+        self.policy = CheckpointPolicy(float(_cfg("checkpoint-cost-ratio")),
+                                       is_durable=lambda ts: ts.key in self._loading)
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -241,7 +247,7 @@ class Failover:
             P.OP_CHECKPOINTED: self.checkpointed, P.OP_CHECKPOINT_FAILED: self.checkpoint_failed})
 
         if checkpoints:
-            kinds = ["checkpoint"] + (["shuffle"] if _cfg("checkpoint-shuffles") else [])
+            kinds = ["checkpoint"] + (["shuffle"] if self.shuffle_checkpoints is True else [])
             await DI.add_worker_plugin_from_scheduler(
                 s, pickle_dumps(MarsCheckpointPlugin(self.checkpoint_dir, self.auth, kinds)),
                 MarsCheckpointPlugin.name)
@@ -494,9 +500,11 @@ class Failover:
         return lost
 
     # -- checkpoints ------------------------------------------------------------------------
-    def checkpointed(self, worker=None, key=None, path=None, nbytes=0) -> None:
-        """A worker wrote ``key``'s checkpoint to ``path``: cut its lineage."""
+    def checkpointed(self, worker=None, key=None, path=None, nbytes=0, seconds=None) -> None:
+        """A worker wrote ``key``'s checkpoint to ``path`` (in ``seconds``): cut its lineage."""
         s = self.s
+        if seconds is not None:
+            self.policy.wrote(nbytes, seconds)
         with self._unlink_lock:
             if key in self._unlinking:
                 self._unlinking.discard(key)  # its file is needed again: keep it
@@ -712,7 +720,7 @@ class Failover:
         self.event("recovered", **summary)
         logger.debug("recovered from %s: %d keys in %.2f s", plan.cause, plan.n, d)
 
-    def transition(self, key, start, finish, stimulus_id) -> None:
+    def transition(self, key, start, finish, stimulus_id, worker=None, startstops=None, nbytes=0) -> None:
         if finish == "forgotten":
             # its recipe is in the journal on disk: nothing about it stays in memory (the
             # journal's index of it is on disk too)
@@ -738,6 +746,13 @@ class Failover:
             ts = self.s.tasks.get(key)
             if ts is not None and is_loader(DI.run_spec(ts)):
                 self.counts["checkpoint_loads"] += 1
+            elif (ts is not None and self.shuffle_checkpoints == "auto" and worker is not None
+                  and (ts.annotations or {}).get(P.ANN_BOUNDARY) == "shuffle"
+                  and self.policy.worth(ts, compute_seconds(startstops), nbytes)):
+                # on the worker's stream, so before the compute-task messages of the
+                # pieces that read it (queued after this transition): the worker still
+                # holds the value when it takes this message
+                self.s.worker_send(worker, {"op": P.OP_CHECKPOINT, "keys": [key]})
         if self._plan_of and (finish in ("memory", "forgotten", "erred")
                               or (finish == "released" and start != "processing")):
             # done, or no longer needed (a key lost again while processing stays pending)
@@ -889,9 +904,20 @@ class Failover:
             "checkpoint_directory": getattr(self, "checkpoint_dir", None),
             "scheduler_tasks": len(self.s.tasks),
             "pending_recovery": len(self._plan_of),
+            # checkpoint-shuffles: auto, map outputs judged (see _checkpoint_policy)
+            "shuffle_checkpoints_skipped": self.policy.decided["skipped"],
             "recoveries": list(self.history),
             "events": [e for _, e in list(self.s.get_events(P.EVENT_TOPIC))[-100:]],
         }
+
+
+def _shuffle_mode(value):
+    """``checkpoint-shuffles``: True, False or "auto"."""
+    if isinstance(value, str) and value.lower() in ("auto", "true", "false"):
+        value = {"auto": "auto", "true": True, "false": False}[value.lower()]
+    if value not in (True, False, "auto"):
+        raise ValueError(f"mars-dask.failover.checkpoint-shuffles must be true, false or 'auto', got {value!r}")
+    return value
 
 
 def _dumps(obj) -> bytes:

@@ -30,6 +30,9 @@ HOLD_PREFIX = "mars-hold://"
 ANN_BOUNDARY = "mars_boundary"
 #: worker -> scheduler: a checkpoint of a key was written (and read back intact)
 OP_CHECKPOINTED = "mars-checkpointed"
+#: scheduler -> worker batched-stream message: checkpoint these keys held here
+#: (``checkpoint-shuffles: auto``: the map outputs the scheduler judged worth it)
+OP_CHECKPOINT = "mars-checkpoint"
 #: worker -> scheduler: a checkpoint of a key could not be written
 OP_CHECKPOINT_FAILED = "mars-checkpoint-failed"
 #: scheduler.log_event topic of the failover plugin

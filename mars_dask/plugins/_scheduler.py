@@ -106,7 +106,8 @@ class MarsSchedulerPlugin(SchedulerPlugin):
         self.recovery.transition(key, start, finish, stimulus_id)
         self.impure.transition(key, finish)
         if self.failover is not None:
-            self.failover.transition(key, start, finish, stimulus_id)
+            self.failover.transition(key, start, finish, stimulus_id, kwargs.get("worker"),
+                                     kwargs.get("startstops"), kwargs.get("nbytes", 0))
 
     def log_event(self, topic, msg):
         if DI.is_remove_worker_event(topic, msg):

@@ -261,11 +261,9 @@ class Tensor(Tileable):
         if len(parts) == 1:  # a fresh C-ordered copy, as concatenate3 gives
             out = np.array(parts[0], order="C")
         else:  # imported here: dask.array costs a fifth of a second, a scalar's fetch needs none of it
-            from dask.array.core import concatenate3
+            from ..tiling.tileable import concatenate_grid
 
-            from ..tiling.tileable import _nest
-
-            out = concatenate3(_nest(parts, chunk_shape))
+            out = concatenate_grid(parts, chunk_shape)
         if order == "F" and len(shape) > 1 and isinstance(out, np.ndarray) and not out.flags.f_contiguous:
             return np.asfortranarray(out)
         return out

@@ -770,13 +770,11 @@ def _write_hdf5(path, key, options, value):
 
 
 def _write_kernel(writer, path, key, options, grid, *parts):
-    from dask.array.core import concatenate3
-
-    from ..tiling.tileable import _nest
+    from ..tiling.tileable import concatenate_grid
     from .sparse import as_dense
 
     parts = [as_dense(p) for p in parts]
-    value = concatenate3(_nest(parts, grid)) if len(parts) > 1 else np.asarray(parts[0])
+    value = concatenate_grid(parts, grid) if len(parts) > 1 else np.asarray(parts[0])
     writer(path, key, options, value)
     return np.empty((0,) * value.ndim, dtype=value.dtype)
 

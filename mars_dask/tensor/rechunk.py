@@ -18,11 +18,9 @@ def _rechunk_kernel(parts, slices, grid):
     pieces = [p[s] for p, s in zip(parts, slices)]
     if len(pieces) == 1:
         return pieces[0].copy() if pieces[0].base is not None else pieces[0]
-    from dask.array.core import concatenate3
+    from ..tiling.tileable import concatenate_grid
 
-    from ..tiling.tileable import _nest
-
-    return concatenate3(_nest(pieces, grid))
+    return concatenate_grid(pieces, grid)
 
 
 def plan_axis(old: tuple, new: tuple) -> list[list[tuple[int, slice]]]:

@@ -304,11 +304,9 @@ def _tensor_text(data, as_str: bool) -> str:
     elif not shape:
         corner = np.asarray(parts[0]).reshape(())
     else:
-        from dask.array.core import concatenate3
+        from .tileable import concatenate_grid
 
-        from .tileable import _nest
-
-        corner = concatenate3(_nest(parts, grid))
+        corner = concatenate_grid(parts, grid)
     render = np.array_str if as_str else np.array_repr
     if corner.shape == shape:  # nothing was cut: this is the array
         return render(corner)

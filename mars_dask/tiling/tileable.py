@@ -174,6 +174,23 @@ def _nest(flat: list, shape: tuple):
     return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
+def concatenate_grid(parts: list, grid: tuple):
+    """Blocks ``parts`` (C order over the block ``grid``) joined into one numpy array
+    (dask.array's ``concatenate3``).
+
+    dask.array is imported on first use (a fifth of a second that a scalar's fetch, and a
+    worker that never joins blocks, do not pay), and as the package, not only
+    ``dask.array.core``: a thread importing ``dask.array.core`` while another thread is
+    still running ``dask/array/__init__.py`` gets ``concatenate3`` before the package has
+    registered numpy with its dispatch ("No dispatch for <class 'numpy.ndarray'>", seen in
+    a worker running two rechunk tasks at once). Importing the package waits for its
+    initialisation to finish."""
+    import dask.array  # noqa: F401
+    from dask.array.core import concatenate3
+
+    return concatenate3(_nest(parts, grid))
+
+
 def _flatten(nested) -> list:
     if isinstance(nested, list):
         return [x for n in nested for x in _flatten(n)]

@@ -138,3 +138,31 @@ def test_sort_object_columns(client, cs):
     f = m[m["x"] > 0]  # unknown lengths
     cases.append((f.sort_values(["o", "y"]), p[p["x"] > 0].sort_values(["o", "y"], kind="stable")))
     assert_pandas_all(cases)
+
+
+def test_numeric_keys_without_nan_sort_by_one_argsort_as_pandas():
+    """The kernel's fast path (one stable argsort of a numeric key without NaN, then a
+    take) gives pandas' ``sort_values`` exactly: order of ties, labels, dtypes, names,
+    ``ignore_index``; the cases it does not cover (NaN, descending, several keys,
+    extension dtypes) go to pandas."""
+    from mars_dask.dataframe.sort import _numeric_order, _sort_kernel
+
+    rng = np.random.default_rng(5)
+    n = 1000
+    f = pd.DataFrame({"i": rng.integers(0, 7, n), "u": rng.integers(0, 9, n).astype(np.uint16),
+                      "f": rng.normal(size=n).round(1), "s": rng.choice(["a", "b"], n)},
+                     index=pd.Index(rng.permutation(n) * 2, name="lbl"))
+    pieces = [f.iloc[:300], f.iloc[300:310], f.iloc[310:0], f.iloc[310:]]
+    for by in ("i", "u", "f"):
+        for ignore in (False, True):
+            spec = ("values", [by], True, "last", None, True, ignore)
+            assert _numeric_order(f, [by], True) is not None
+            pd.testing.assert_frame_equal(_sort_kernel(list(pieces), spec),
+                                          f.sort_values(by, kind="stable", ignore_index=ignore))
+            s = f[by].rename("x")
+            pd.testing.assert_series_equal(_sort_kernel(s, ("values", None, True, "last", None, True, ignore)),
+                                           s.sort_values(kind="stable", ignore_index=ignore))
+    g = f.assign(f=f["f"].where(f["f"] > 0.5))  # NaN
+    for obj, by, asc in ((g, ["f"], True), (f, ["f"], False), (f, ["i", "f"], True), (f, ["s"], True),
+                         (f.astype({"i": "Int64"}), ["i"], True)):
+        assert _numeric_order(obj, by, asc) is None

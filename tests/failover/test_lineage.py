@@ -31,6 +31,9 @@ from tests.worker.conftest import CLICluster
 
 # a worker whose node is gone (nanny killed too) is given up on after this
 FAST_GRACE = {"DASK_MARS_DASK__SCHEDULER__RESTART_GRACE": "1s", **NO_TAKE_OVER_ENV}  # (node-loss tests)
+# every shuffle's map outputs checkpointed (the default, auto, writes only those worth it:
+# test_auto_checkpoints_only_the_shuffle_behind_a_shuffle)
+ALL_SHUFFLES = {"DASK_MARS_DASK__FAILOVER__CHECKPOINT_SHUFFLES": "true"}
 
 
 @pytest.fixture
@@ -230,7 +233,7 @@ def test_shuffle_loss_rereads_checkpointed_map_outputs(cluster):
     shuffle (8 + 5 maps) is followed by the order-restoring shuffle of the joined rows (8
     maps, one per left chunk), whose checkpoints cut the lineage before them, so only that
     second shuffle's maps are read back."""
-    c = cluster(n_workers=2, nthreads=1, env=FAST_GRACE)
+    c = cluster(n_workers=2, nthreads=1, env={**FAST_GRACE, **ALL_SHUFFLES})
     client = c.client
     rs = np.random.default_rng(0)
     a = pd.DataFrame({"v": rs.random(8000)}, index=rs.integers(0, 500, 8000))
@@ -268,7 +271,7 @@ def test_chained_shuffles_recover_from_a_node_loss(cluster):
     the first join) are gone from the cluster.  After the loss of the other node the lost
     outputs are recomputed from the checkpoints and the job finishes with pandas' result
     (it used to wait for ever on those old dependencies)."""
-    c = cluster(n_workers=2, nthreads=1, env=FAST_GRACE)
+    c = cluster(n_workers=2, nthreads=1, env={**FAST_GRACE, **ALL_SHUFFLES})
     client = c.client
     rs = np.random.default_rng(1)
     orders = pd.DataFrame({"cust": rs.integers(0, 300, 6000), "prod": rs.integers(0, 200, 6000),
@@ -288,6 +291,28 @@ def test_chained_shuffles_recover_from_a_node_loss(cluster):
     key = ["cust", "prod", "q"]
     pd.testing.assert_frame_equal(got.sort_values(key, ignore_index=True), exp.sort_values(key, ignore_index=True))
     assert lost and mars_dask.failover_report(client)["checkpoint_loads"] > 0
+
+
+def test_auto_checkpoints_only_the_shuffle_behind_a_shuffle(cluster):
+    """``checkpoint-shuffles: auto`` (the default): ``groupby.transform`` shuffles rows to
+    their group's chunk, transforms each group, and shuffles them back to their chunk of
+    origin. The first shuffle's map outputs are cheap to recompute (a split of data just
+    built): not written. The second one's are behind the slow transform (~0.4 s a chunk,
+    far more than writing a small map output): all written. The result is pandas'."""
+    c = cluster(n_workers=2, nthreads=1)
+    client = c.client
+    rs = np.random.default_rng(2)
+    df = pd.DataFrame({"k": rs.integers(0, 60, 4000), "v": rs.random(4000)})
+    t = md.DataFrame(df, chunk_size=1000).groupby("k")["v"].transform(K.slow_demean, delay=0.03)
+    got = t.execute().fetch()
+    pd.testing.assert_series_equal(got, df.groupby("k")["v"].transform(K.slow_demean, delay=0))
+    c.wait(lambda: (lambda r: r["shuffle_checkpoints_skipped"] + r["checkpoints_written"])(
+        mars_dask.failover_report(client)) >= 8, 30, "the 8 map outputs judged")
+    rep = mars_dask.failover_report(client)
+    written = [str(e["key"]) for e in _events(client, "checkpoint")]
+    assert len(written) == rep["checkpoints_written"] == 4, (written, rep)
+    assert all("-back-map" in k for k in written), written
+    assert rep["shuffle_checkpoints_skipped"] == 4
 
 
 def test_journal_read_back_by_a_restarted_scheduler(cluster):

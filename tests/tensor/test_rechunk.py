@@ -78,3 +78,45 @@ def test_auto_chunks_respect_the_byte_limit():
         ns = normalize_chunk_size((100, 100), None, 8)
     assert max(ns[0]) * max(ns[1]) * 8 <= 1024
     assert sum(ns[0]) == 100 and sum(ns[1]) == 100
+
+
+_IMPORT_RACE = r'''
+import sys, threading, time
+
+class SlowFinder:
+    """Holds the thread importing dask.array inside dask/array/backends.py: after
+    dask.array.core is loaded, before numpy is registered with concatenate's dispatch."""
+    def find_spec(self, name, path=None, target=None):
+        if name == "dask.array.percentile" and threading.current_thread().name == "importer":
+            time.sleep(1.5)
+        return None
+
+sys.meta_path.insert(0, SlowFinder())
+import numpy as np
+from mars_dask.tiling.tileable import concatenate_grid
+
+t = threading.Thread(target=lambda: __import__("dask.array"), name="importer")
+t.start()
+deadline = time.monotonic() + 30
+while not hasattr(sys.modules.get("dask.array.core"), "concatenate3"):
+    assert time.monotonic() < deadline
+    time.sleep(0.005)
+assert "dask.array.percentile" not in sys.modules  # the importer is still inside the package
+out = concatenate_grid([np.zeros((2, 2)), np.ones((2, 2))], (2, 1))
+t.join()
+assert out.shape == (4, 2) and out.sum() == 4
+print("joined")
+'''
+
+
+def test_joining_blocks_while_another_thread_imports_dask_array():
+    """A worker thread joining blocks (rechunk, fetch, repr) while another thread is still
+    importing dask.array got "No dispatch for <class 'numpy.ndarray'>" (seen once in a
+    two-thread worker): ``dask.array.core`` was loaded, the package had not registered
+    numpy yet. Reproduced deterministically in a fresh interpreter by holding the importing
+    thread inside the package."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _IMPORT_RACE], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "joined" in out.stdout, out.stderr[-2000:]

@@ -61,3 +61,9 @@ def record_then_add_one(a, path="", delay=0.5):
         f.write(f"{int(a.flat[0])}\n")
     time.sleep(delay)
     return a + 1
+
+
+def slow_demean(s, delay=0.03):
+    """A per-group function that costs ``delay`` seconds (a slow ``groupby.transform``)."""
+    time.sleep(delay)
+    return s - s.mean()
