@@ -341,7 +341,8 @@ class Recovery:
             self.executing_on.pop(k, None)
         if ev["expected"]:
             return
-        self._pause_write_behind(addr)
+        if not info.get("closing"):  # a clean close (the cluster shutting down) is no fault
+            self._pause_write_behind(addr)
         tracked = bool(info.get("tracked"))
         processing = set(ev["processing"])
         # results it was being given back (adopted, in processing there until it answers):
@@ -419,7 +420,7 @@ class Recovery:
         if self.write_pause <= 0:
             return
         self._write_now_until = time.monotonic() + self.write_pause
-        others = [a for a in self.s.workers if a != dead]
+        others = [a for a in self.s.workers if a != dead and not self.workers.get(a, {}).get("closing")]
         if others:
             self.s.loop.add_callback(self.s.broadcast, msg={"op": P.OP_WRITE_NOW, "seconds": self.write_pause},
                                      workers=others, on_error="ignore")
