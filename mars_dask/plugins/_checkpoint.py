@@ -1,8 +1,10 @@
 """Durable checkpoints: results written where every worker can read them, and the task that
 reads one back in place of the lineage behind it.
 
-Which results: shuffle map outputs (``mars_boundary="shuffle"``, if
-``mars-dask.failover.checkpoint-shuffles``), outputs of ``execute(checkpoint=True)``
+Which results: shuffle map outputs (``mars_boundary="shuffle"``: every one with
+``mars-dask.failover.checkpoint-shuffles: true``; with ``auto``, the default, those the
+scheduler judges worth it (``_checkpoint_policy.py``), which it asks for on the worker's
+stream, ``OP_CHECKPOINT``), outputs of ``execute(checkpoint=True)``
 (``mars_boundary="checkpoint"``) and scattered data (at ingest, on the scheduler's request).
 The worker that computed a result writes it from a background thread (the task is already
 done; nothing waits for the write) in the store's formats (numpy raw buffers, pandas as
