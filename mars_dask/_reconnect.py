@@ -167,9 +167,14 @@ class Reconnecting:
             try:
                 wait(futs, timeout=_progress.wait_timeout(1.0))
                 return
-            except FuturesCancelledError:
-                return  # all done, some cancelled: the caller looks at why
-            except TimeoutError:
+            except (FuturesCancelledError, TimeoutError) as e:
+                # distributed's sync() keeps the error in a closure cell of its frame and
+                # the error's traceback holds that frame, and ours with ``futs``: a cycle
+                # that kept the results on the cluster after the user dropped them, until
+                # a full gc. The traceback says nothing here: drop it.
+                e.__traceback__ = None
+                if isinstance(e, FuturesCancelledError):
+                    return  # all done, some cancelled: the caller looks at why
                 _progress.poll()
                 st = self.client.status
                 if st == "running":

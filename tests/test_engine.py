@@ -172,6 +172,32 @@ def test_dropping_a_tileable_releases_its_data(client):
     assert wait_for(lambda: held() == 0), "scheduler still holds the dropped tileable's chunks"
 
 
+def test_a_job_that_outlasts_the_wait_poll_is_released_without_a_gc(client):
+    """execute() waits in polls (1 s, shorter with the bar); distributed's sync() keeps each
+    poll's TimeoutError in a closure of its frame and the error's traceback holds that
+    frame and ours, with the Futures: until a full gc ran, a dropped result stayed on the
+    cluster (an impure claim was not released, a long session kept dropped data)."""
+    import weakref
+
+    from mars_dask.tensor.arithmetic import elementwise
+    from tests.worker import _kernels as K
+
+    y = elementwise(K.slow_add_one, mt.ones((6,), chunk_size=1), dtype=float, delay=0.5)
+    key = y.key
+    gc.disable()
+    try:
+        t0 = time.monotonic()
+        mars_dask.execute(y)
+        assert time.monotonic() - t0 > 1.2  # several polls timed out
+        ref = weakref.ref(y.data)
+        del y
+        assert ref() is None, [type(r).__name__ for r in gc.get_referrers(ref())]
+        assert wait_for(lambda: not client.run_on_scheduler(
+            lambda dask_scheduler: [k for k in dask_scheduler.tasks if isinstance(k, tuple) and k[0] == key]))
+    finally:
+        gc.enable()
+
+
 def test_unknown_shapes_are_tiled_iteratively(client):
     rs = np.random.RandomState(0)
     a = rs.rand(30, 20)

@@ -297,7 +297,9 @@ def _running_with_progress(port, key):
 def _admission(port):
     q = get(port, "quota")
     executing = sum(w["executing"] for w in q["workers"].values())
-    return q if executing >= 1 and q["n_waiting"] >= 1 and executing + q["n_waiting"] == 4 else None
+    # every waiting task's worker runs one: not the moment between a task's end and the next start
+    busy = all(q["workers"][w["worker"]]["executing"] >= 1 for w in q["waiting"])
+    return q if executing >= 1 and q["n_waiting"] >= 1 and executing + q["n_waiting"] == 4 and busy else None
 
 
 @pytest.mark.timeout(300)
