@@ -48,6 +48,10 @@ by every system. The tensor ``x`` is built inside each system from its position,
 generators give different numbers for the same seed, and identical inputs are what lets
 the results be compared to rtol 1e-9.
 
+Bytecode: mars_dask is compiled (``compileall``) before the runs, as ``pip install`` does
+for Dask's and Mars's modules; an editable install under ``PYTHONDONTWRITEBYTECODE`` would
+otherwise compile it from source in every process (about 1 s of CPU in each worker).
+
 Correctness: each run reports check values computed from its result (sums, row counts,
 the first rows of a sort, the number of descents in the sorted column, ...); they must
 agree with numpy/pandas' (ints exactly, floats to rtol 1e-9). A run whose checks disagree
@@ -468,6 +472,9 @@ def main(argv=None):
     python = {"mars_dask": sys.executable, "dask": sys.executable, "numpy": sys.executable,
               "mars": args.mars_python}
 
+    from _common import compile_mars_dask  # the parent only (a Mars child has no mars_dask)
+
+    compile_mars_dask()
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_vs_mars-") as tmp:
         paths = None

@@ -690,16 +690,16 @@ class _FakeWorker:
     def __init__(self):
         self.state = types.SimpleNamespace(tasks={})
 
-    def finished(self, key, seconds, nbytes=800):
+    def finished(self, key, seconds, nbytes=800, annotations=None):
         self.state.tasks[key] = types.SimpleNamespace(
-            state="executing", previous=None, nbytes=nbytes,
+            state="executing", previous=None, nbytes=nbytes, annotations=annotations or {},
             startstops=[{"action": "compute", "start": 10.0, "stop": 10.0 + seconds}])
 
     def fetched(self, key, nbytes=800):
         """A copy received from another worker: Dask stores it while the key is in flight,
         and records the transfer's time on the task that needed it, not on the key."""
         self.state.tasks[key] = types.SimpleNamespace(state="flight", previous=None, nbytes=nbytes,
-                                                      startstops=[])
+                                                      annotations={}, startstops=[])
 
 
 def _write_behind_store(dirs, delay):
@@ -732,6 +732,27 @@ def test_write_behind_skips_short_lived_results(dirs):
     assert st.tier_of("later") == "shm" and os.path.exists(st.path_of("later"))
     np.testing.assert_array_equal(st["later"], x)
     assert sorted(os.path.basename(os.path.dirname(f)) for f in files_under(*st.dirs)) == ["w0"] * 4
+    st.close()
+
+
+def test_a_shuffle_map_output_waits_however_long_it_took(dirs):
+    """A shuffle's map output is read only by its piece tasks, which run at once and hold
+    views of it: written at once (its compute took over write_delay_max_compute) it was
+    unlinked again within milliseconds. It waits like a cheap result; other slow results
+    are still written at once."""
+    from mars_dask.plugins import _protocol as P
+    from mars_dask.spill import _store
+
+    assert _store.BOUNDARY_ANNOTATION == P.ANN_BOUNDARY
+    st, w = _write_behind_store(dirs, 60)
+    pieces = (pd.DataFrame({"a": np.arange(3)}), pd.DataFrame({"a": np.arange(3, 5)}))
+    w.finished("map", 1.0, annotations={P.ANN_BOUNDARY: "shuffle", P.ANN_TILEABLE: "t"})
+    w.finished("reduce", 1.0, annotations={P.ANN_TILEABLE: "t"})
+    st["map"], st["reduce"] = pieces, pieces[0]
+    assert st.tier_of("map") == "pending" and st.path_of("map") is None
+    assert st.tier_of("reduce") == "shm"
+    del st["map"]  # its pieces were taken: never written
+    assert files_under(*st.dirs) == [st.path_of("reduce")]
     st.close()
 
 
