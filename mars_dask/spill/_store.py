@@ -86,8 +86,6 @@ from ._worker import install_teardown
 logger = logging.getLogger("mars_dask.spill")
 
 _UNSET: Any = object()
-#: plugins/_protocol.ANN_BOUNDARY (the store does not import the plugins)
-BOUNDARY_ANNOTATION = "mars_boundary"
 
 
 def _cfg(key: str):
@@ -143,8 +141,12 @@ def _taken_apart(ts) -> bool:
     only readers are its piece tasks, which run on this worker as soon as it is stored and
     hold the same data (views of it); written at once, however long its compute, its file
     was written and unlinked within milliseconds (4% of a cold sort's worker CPU). It waits
-    like a cheap result, and its pieces are written behind if they live long enough."""
-    return (ts.annotations or {}).get(BOUNDARY_ANNOTATION) == "shuffle"
+    like a cheap result, and its pieces are written behind if they live long enough.
+    Asked only of slow results, so the import (not at module level: the plugins import
+    the store) is off the common path."""
+    from ..plugins._protocol import ANN_BOUNDARY
+
+    return (ts.annotations or {}).get(ANN_BOUNDARY) == "shuffle"
 
 
 def _key_file(key) -> str:

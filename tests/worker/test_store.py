@@ -741,9 +741,7 @@ def test_a_shuffle_map_output_waits_however_long_it_took(dirs):
     unlinked again within milliseconds. It waits like a cheap result; other slow results
     are still written at once."""
     from mars_dask.plugins import _protocol as P
-    from mars_dask.spill import _store
 
-    assert _store.BOUNDARY_ANNOTATION == P.ANN_BOUNDARY
     st, w = _write_behind_store(dirs, 60)
     pieces = (pd.DataFrame({"a": np.arange(3)}), pd.DataFrame({"a": np.arange(3, 5)}))
     w.finished("map", 1.0, annotations={P.ANN_BOUNDARY: "shuffle", P.ANN_TILEABLE: "t"})
