@@ -100,6 +100,11 @@ logger = logging.getLogger("mars_dask.plugins.failover")
 
 #: see _restart.RECOVERY_BOOST (kept equal: recomputations and restorations share the queue)
 RECOVERY_BOOST = 2**62
+#: graphs read back from the journal are kept while restores use them (see _trim_graph_cache):
+#: dropped GRAPH_CACHE_IDLE seconds after their last use, and down to the GRAPH_CACHE_MAX
+#: most recently used then
+GRAPH_CACHE_IDLE = 10.0
+GRAPH_CACHE_MAX = 16
 _GRAPH_MAGIC = b"MDGRAPH1"
 _GRAPH_PRELUDE = struct.Struct(f"<8s{MAC_SIZE}sI")  # magic, MAC, length of the msgpack meta
 
@@ -168,7 +173,7 @@ class Failover:
         self.counts = {"restored_keys": 0, "restore_failures": 0, "checkpoints_written": 0,
                        "checkpoint_failures": 0, "checkpoints_deleted": 0, "checkpoint_loads": 0,
                        "worker_losses": 0, "recomputed": 0, "rejoined_keys": 0, "no_worker_failures": 0,
-                       "graphs": 0}
+                       "graphs": 0, "graph_reads": 0}
         self.graph_seq = 0
         # journaled keys the scheduler still holds (a key the scheduler forgot is asked of
         # the journal, whose index is on disk): bounded by the scheduler's tasks
@@ -366,16 +371,38 @@ class Failover:
             return spec
         if entry.recipe:
             return pickle_loads(entry.recipe)
-        dsk = self._graph_cache.get(entry.graph_seq)
-        if dsk is None:
+        cached = self._graph_cache.pop(entry.graph_seq, None)
+        if cached is not None:
+            dsk = cached[0]
+        else:
             path = self._graph_path(entry.graph_seq)
             with open(path, "rb") as f:
                 header, frames = _graph_from(self.auth, entry.graph_seq, f.read(), path, entry.key)
             dsk = DI.materialize_graph(header, frames)
-            self._graph_cache[entry.graph_seq] = dsk
-            while len(self._graph_cache) > 2:
-                self._graph_cache.popitem(last=False)
+            self.counts["graph_reads"] += 1
+            if not self._graph_cache:
+                self.s.loop.call_later(GRAPH_CACHE_IDLE, self._trim_graph_cache)
+        self._graph_cache[entry.graph_seq] = (dsk, time.monotonic())  # the newest last
         return dsk[entry.key]
+
+    def _trim_graph_cache(self) -> None:
+        """Drop the graphs read back that no restore used for ``GRAPH_CACHE_IDLE`` seconds,
+        then all but the ``GRAPH_CACHE_MAX`` most recently used (between two trims a run of
+        restores keeps every graph it reads: a lineage runs through them in turn).
+
+        Why keep them that long: each graph read back is decoded whole, and restores come
+        in runs: a worker loss restores the
+        lineage of each lost key in turn, and while workers keep dying every released key
+        whose dependents are not all in memory restores its own, through the same few
+        graphs. Kept for one restore only, the scheduler spent 55% of its time decoding
+        graphs and a 3-second kill cycle stopped the job's progress for minutes."""
+        now = time.monotonic()
+        for seq in [seq for seq, (_, used) in self._graph_cache.items() if now - used >= GRAPH_CACHE_IDLE]:
+            del self._graph_cache[seq]
+        while len(self._graph_cache) > GRAPH_CACHE_MAX:  # the least recently used first
+            self._graph_cache.popitem(last=False)
+        if self._graph_cache:
+            self.s.loop.call_later(GRAPH_CACHE_IDLE, self._trim_graph_cache)
 
     def _drop_unused_graphs(self) -> None:
         """On the writer thread, after checkpoints cut lineage: delete graph files that no
@@ -830,7 +857,11 @@ class Failover:
         missing = [d for d in entry.dependencies if d not in s.tasks]
         try:
             entries = self.journal.lineage(missing, lambda k: k in s.tasks) if missing else []
-            specs = [(e, self._spec_of(e)) for e in entries]
+            # graph by graph: the lineage alternates between graphs (inputs first), and
+            # each graph read back is decoded whole
+            by_graph = sorted(range(len(entries)), key=lambda i: entries[i].graph_seq)
+            spec_of = {i: self._spec_of(entries[i]) for i in by_graph}
+            specs = [(e, spec_of[i]) for i, e in enumerate(entries)]
         except Exception as e:  # noqa: BLE001 - LineageIncomplete, an unreadable graph file
             self.counts["restore_failures"] += 1
             logger.warning("cannot restore the lineage of %r from the journal: %s", ts.key, e)
