@@ -160,6 +160,11 @@ class Recovery:
     def hello(self, worker, persistent, keys):
         info = self.workers.setdefault(worker, {})
         info.update(persistent=bool(persistent), tracked=True, closing=False, hello_at=time.monotonic())
+        # a worker (nanny) this scheduler has not met: its store may hold results of a
+        # previous scheduler's work (rejoined from the journal). One it has met restarted a
+        # process: what the scheduler no longer knows it forgot on purpose, and registering
+        # it again as data (no recipe) made a later loss of it cancel the client's futures
+        first_meeting = info.get("ident") not in self._persistent
         if info.get("ident"):
             self._persistent.pop(info["ident"], None)
             self._persistent[info["ident"]] = info["persistent"]
@@ -169,10 +174,12 @@ class Recovery:
         if ws is None:
             return {"adopt": []}
         adopt = []
-        if self.failover is not None and keys:
+        if self.failover is not None and keys and first_meeting:
             adopt.extend(self.failover.rejoin(worker, keys))
         listed = set(keys)
+        leave = set()  # being taken over by a sibling: the successor must not drop their files
         for d in self.deaths.get(self._ident(ws), ()):
+            leave |= d.taking & listed
             if d.restart_over:
                 continue
             d.hello_seen = True
@@ -193,7 +200,7 @@ class Recovery:
             if not d.restart_over and not d.adopting and not d.taking:
                 self._end_restart(d)
         left = self._write_now_until - time.monotonic()
-        return {"adopt": adopt, "write_now": left if left > 0 else 0}
+        return {"adopt": adopt, "leave": list(leave), "write_now": left if left > 0 else 0}
 
     def adopted(self, worker, keys, deaths=None):
         """The restarted process (or, with ``deaths``, a sibling that took over their

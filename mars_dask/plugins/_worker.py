@@ -295,7 +295,10 @@ class MarsWorkerPlugin(WorkerPlugin):
             return 0
         wanted = [k for k in resp.get("adopt", ()) if k in existing]
         keep = set(wanted)
-        unwanted = [k for k in existing if k not in keep]
+        # files a sibling is taking over right now (a process restarted within a fraction
+        # of a second scans its store while they are moved): theirs, not to be dropped
+        leave = set(resp.get("leave", ()))
+        unwanted = [k for k in existing if k not in keep and k not in leave]
         adopted = []
         if wanted:
             values = {}
