@@ -15,9 +15,9 @@ Public API is used where it exists and is not listed: plugin hooks, ``Worker.plu
 
 Contacts. Before this module: about 30 kinds spread over 10 files, 75 code lines (the worker,
 nanny, store, session side) plus 83 in the scheduler plugins (``_restart.py`` 29, ``_quota.py``
-5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 38 checked contacts
+5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 41 checked contacts
 (:data:`CONTACTS`, the rows below; a row with several names is one contact read and written)
-served by 58 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
+served by 64 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
 ``_nanny.py``, ``_scheduler.py``, ``_restart.py``, ``_quota.py``, ``_failover.py``,
 ``_checkpoint.py``, ``_journal.py``, ``_pages.py``), ``spill/``, ``_reconnect.py`` and ``_embedded.py``: every
 call site goes through them. Graph building uses dask's task spec (``dask._task_spec``: a
@@ -59,6 +59,10 @@ worker_process_kwargs              ``WorkerProcess.worker_kwargs`` (reused per s
 memory_terminated_pid              ``NannyMemoryManager._last_terminated_pid``         restart-recovery
 nanny_pre_spawn_env                ``Nanny.pre_spawn_env`` (and its WorkerProcess's),  worker-malloc
                                    updated before a process is spawned
+forkserver_preload                 ``distributed.utils.get_mp_context`` (sets its      worker-forkserver
+(in_worker_cli,                    forkserver preload once per process; read by
+preload_forkserver)                ``WorkerProcess.start``); ``distributed.cli.
+                                   dask_worker`` / ``dask_spec`` (a CLI process)
 register_handlers                  ``Server.handlers/stream_handlers`` (documented)    (all plugin RPCs)
 add_worker_plugin_from_scheduler   ``Scheduler.register_worker_plugin(comm=None)``     (worker and checkpoint
                                                                                        plugin install)
@@ -138,7 +142,8 @@ dashboard-pages (no Mars pages on the dashboard; the JSON routes stay),
 message-log-stripping (the scheduler's logs of recent messages keep the recipes, and the data
 embedded in them, of the last ~1,000 batches sent to each worker, as in plain Dask),
 no-workers-timeout (waiting work is not failed), worker-malloc (worker processes keep Dask's
-``MALLOC_TRIM_THRESHOLD_`` alone). ``plugins/_journal.py`` touches nothing of
+``MALLOC_TRIM_THRESHOLD_`` alone), worker-forkserver (worker processes are spawned, Dask's
+default). ``plugins/_journal.py`` touches nothing of
 distributed (the recipes it stores come from the functions above).
 
 Removed (no longer touched at all): ``sys._getframe`` + ``WorkerMemoryManager.__init__``'s
@@ -263,6 +268,17 @@ def _probe_pre_spawn_env():
     return (_source_has(Nanny.__init__, "self.pre_spawn_env =")
             and _source_has(Nanny.instantiate, "pre_spawn_env=self.pre_spawn_env")
             and _source_has(WorkerProcess.start, "os.environ.update(self.pre_spawn_env)"))
+
+
+def _probe_worker_start():
+    import importlib.util
+
+    from distributed import utils
+    from distributed.nanny import WorkerProcess
+    return (importlib.util.find_spec("distributed.cli.dask_worker") is not None
+            and _source_has(utils.get_mp_context, "set_forkserver_preload")
+            and _source_has(utils.get_mp_context, "_forkserver_preload_set")
+            and _source_has(WorkerProcess.start, "get_mp_context()"))
 
 
 def _probe_memory_terminated():
@@ -471,6 +487,7 @@ CONTACTS: dict = {
     "worker_process": (_probe_worker_process, ("restart-recovery", "scheduler-loss-restart"), "nanny"),
     "memory_terminated_pid": (_probe_memory_terminated, ("restart-recovery",), "nanny"),
     "nanny_pre_spawn_env": (_probe_pre_spawn_env, ("worker-malloc",), "nanny"),
+    "forkserver_preload": (_probe_worker_start, ("worker-forkserver",), "nanny"),
     "register_handlers": (_probe_handlers, ("plugins",), "any"),
     "add_worker_plugin_from_scheduler": (_probe_register_worker_plugin, ("plugins",), "scheduler"),
     "is_remove_worker_event": (_probe_remove_worker_event, ("restart-recovery",), "scheduler"),
@@ -733,6 +750,31 @@ def set_pre_spawn_env(nanny, env: dict) -> None:
     proc = getattr(nanny, "process", None)
     if isinstance(getattr(proc, "pre_spawn_env", None), dict):
         proc.pre_spawn_env.update(env)
+
+
+def in_worker_cli() -> bool:
+    """Whether this process is a ``dask worker`` (or ``dask spec``) CLI process: relies on
+    those commands being loaded from ``distributed.cli.*`` (2026.6.0-2026.8.0)."""
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    names = {"distributed.cli.dask_worker", "distributed.cli.dask_spec"}
+    return any(n in sys.modules for n in names) or getattr(main, "name", None) in names
+
+
+def preload_forkserver(modules) -> list:
+    """Have the forkserver that will start this process's worker processes import
+    ``modules`` (after distributed's own list) when it starts. Relies on
+    ``distributed.utils.get_mp_context`` setting its forkserver preload list once per process
+    (``_forkserver_preload_set``) and on ``WorkerProcess.start`` getting its context from it
+    (2026.6.0-2026.8.0): called after that first set, ours is the list the forkserver reads
+    when the first worker process starts. Returns the list set."""
+    import multiprocessing
+
+    from distributed.utils import get_mp_context
+
+    get_mp_context()  # distributed's one-time set_forkserver_preload (needs the method configured)
+    preload = list(dict.fromkeys(["distributed", *modules]))
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
+    return preload
 
 
 def memory_terminated_pid(nanny):

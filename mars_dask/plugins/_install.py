@@ -27,6 +27,7 @@ import warnings
 import click
 import dask.config
 
+from .. import _dask_internals as DI
 from ..errors import PluginsNotInstalledWarning
 from ._protocol import PLUGIN_NAME
 
@@ -72,7 +73,7 @@ async def setup_server(server) -> None:
 
     log_like_distributed()
 
-    from ._nanny import MarsNannyPlugin, install_store, tune_malloc
+    from ._nanny import MarsNannyPlugin, choose_start_method, install_store, tune_malloc
     from ._scheduler import MarsSchedulerPlugin
     from ._worker import MarsWorkerPlugin
 
@@ -83,6 +84,10 @@ async def setup_server(server) -> None:
         # routes config (see _http); otherwise the plugin adds them when it starts
         server.add_plugin(MarsSchedulerPlugin(add_http_routes=not routes_in_config()))
     elif isinstance(server, Nanny):
+        DI.check("nanny", server)
+        method = choose_start_method()
+        if method:
+            logger.info("%s starts its worker processes by %s", server.address or "nanny", method)
         tune_malloc(server)
         if install_store(server):
             logger.info("worker processes of %s keep their results in MarsStore", server.address)

@@ -3,6 +3,9 @@ running plain cluster, and the embedded cluster of ``execute()``."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 import warnings
 
 import dask.config
@@ -71,6 +74,100 @@ def test_malloc_thresholds_leave_a_users_own_setting_alone():
         untouched = SimpleNamespace(pre_spawn_env={"MALLOC_TRIM_THRESHOLD_": "65536"})
         assert tune_malloc(untouched) == {}
         assert untouched.pre_spawn_env == {"MALLOC_TRIM_THRESHOLD_": "65536"}
+
+
+def _process_origin(dask_worker):
+    import sys
+
+    import psutil
+
+    parent = psutil.Process().parent()
+    return {"pid": os.getpid(), "parent": parent.pid, "grandparent": parent.ppid(),
+            "parent_cmd": " ".join(parent.cmdline()),
+            # a spawned worker imports these on its first mars_dask task, not before
+            "preloaded": "mars_dask.tensor" in sys.modules and "mars_dask.dataframe" in sys.modules}
+
+
+def _gone(pids, timeout) -> list:
+    """The pids of ``pids`` still alive after ``timeout`` seconds (zombies count as gone)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+@pytest.mark.timeout(240)
+def test_cli_worker_processes_fork_from_a_preloaded_server(cli_cluster):
+    """`dask worker --preload-nanny mars_dask` starts its worker processes from a fork server
+    that imported mars_dask once (mars-dask.worker.start-method: auto): a process SIGKILLed
+    mid-life comes back from it with mars_dask loaded and computes; a SIGKILLed nanny leaves
+    neither the fork server nor the worker behind. With the key null, Dask's spawn."""
+    import numpy as np
+
+    import mars_dask.tensor as mt
+
+    c = cli_cluster(mars=True, n_workers=1, nthreads=1, memory_limit="1GiB")
+    (nanny_pid,) = c.client.run(os.getpid, nanny=True).values()
+    (first,) = c.client.run(_process_origin).values()
+    assert first["parent"] != nanny_pid and first["grandparent"] == nanny_pid
+    assert "forkserver" in first["parent_cmd"] and first["preloaded"]
+    killed = c.kill_worker_process("w0")
+
+    def back() -> bool:
+        try:
+            return [v["pid"] for v in c.client.run(_process_origin).values()] not in ([], [killed])
+        except OSError:  # CommClosedError: the run reached the dead process
+            return False
+
+    c.wait(back, 60, "the killed worker process back")
+    (second,) = c.client.run(_process_origin).values()
+    assert second["parent"] == first["parent"] and second["preloaded"]  # the same fork server
+    assert _gone([killed], 10) == []
+    x = np.arange(40_000, dtype="f8").reshape(200, 200)
+    got = (mt.tensor(x, chunk_size=50) * 2).sum(axis=0).execute().fetch()
+    np.testing.assert_array_equal(got, (x * 2).sum(axis=0))
+    # the nanny SIGKILLed: the fork server sees its pipe close, the worker its parent-alive pipe
+    worker_cli = c.procs[1]
+    assert worker_cli.pid == nanny_pid  # --nworkers 1: the nanny is the `dask worker` process
+    os.kill(nanny_pid, signal.SIGKILL)
+    worker_cli.wait(10)
+    assert _gone([second["pid"], second["parent"]], 20) == []
+
+
+@pytest.mark.timeout(180)
+def test_start_method_null_keeps_dasks_spawn(cli_cluster):
+    c = cli_cluster(mars=True, n_workers=1, nthreads=1, memory_limit="1GiB",
+                    env={"DASK_MARS_DASK__WORKER__START_METHOD": "null"})
+    (nanny_pid,) = c.client.run(os.getpid, nanny=True).values()
+    (origin,) = c.client.run(_process_origin).values()
+    assert origin["parent"] == nanny_pid and not origin["preloaded"]
+
+
+def test_start_method_choice():
+    """What choose_start_method does with each value, in a process that is not `dask worker`
+    (here: pytest). A method the user configured for Dask is kept."""
+    from mars_dask.plugins._nanny import choose_start_method
+
+    key = "distributed.worker.multiprocessing-method"
+    with dask.config.set({key: "spawn"}):  # restored on exit, whatever the function sets
+        for value in ("auto", None, "spawn"):
+            with dask.config.set({"mars-dask.worker.start-method": value}):
+                assert choose_start_method() is None
+                assert dask.config.get(key) == "spawn"
+        with dask.config.set({"mars-dask.worker.start-method": "fork"}), \
+                pytest.raises(ValueError, match="start-method is 'fork': it is one of auto, forkserver"):
+            choose_start_method()
+        with dask.config.set({"mars-dask.worker.start-method": "forkserver", key: "fork"}):
+            assert choose_start_method() is None
+            assert dask.config.get(key) == "fork"
+        with dask.config.set({"mars-dask.worker.start-method": "forkserver"}):
+            assert choose_start_method() == "forkserver"
+            assert dask.config.get(key) == "forkserver"
+    assert dask.config.get(key) == "spawn"
 
 
 @pytest.mark.timeout(180)
