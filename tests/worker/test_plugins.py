@@ -201,7 +201,7 @@ def test_a_restarted_process_does_not_bring_back_results_the_scheduler_forgot(cl
     before = mars_dask.failover_report(c.client)["rejoined_keys"]
     c.kill_worker_process(name)
     c.wait(lambda: any(str(w["name"]) == str(name) for w in c.workers().values()), 60, "the restart")
-    c.wait(lambda: f"(%d dropped)" % held in c.logs(200_000), 30, "the successor's store recovery")
+    c.wait(lambda: "(%d dropped)" % held in c.logs(200_000), 30, "the successor's store recovery")
     assert c.client.run_on_scheduler(_known, keys=xkeys) == []
     assert mars_dask.failover_report(c.client)["rejoined_keys"] == before
 
