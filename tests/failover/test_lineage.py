@@ -49,7 +49,7 @@ def _kill_node(c: CLICluster, name) -> None:
     """SIGKILL a worker process *and* its nanny (the node is gone: no restart, its store
     is never adopted)."""
     addr, w = c.worker_by_name(name)
-    nanny_pid = c.client.run(os.getppid, workers=[addr])[addr]
+    nanny_pid, _ = c.pids(addr)
     os.killpg(os.getpgid(nanny_pid), signal.SIGKILL)
 
 

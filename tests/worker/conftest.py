@@ -204,6 +204,12 @@ class CLICluster:
                 return addr, w
         raise KeyError(name)
 
+    def pids(self, addr) -> tuple[int, int]:
+        """``(nanny pid, worker process pid)`` of the worker at ``addr``. Asked of each
+        process itself: a worker process started from a fork server is not its nanny's child."""
+        (nanny_pid,) = self.client.run(os.getpid, workers=[addr], nanny=True).values()
+        return nanny_pid, self.client.run(os.getpid, workers=[addr])[addr]
+
     def kill_worker_process(self, name) -> int:
         """SIGKILL the worker process (not its nanny) of worker ``name``; returns its pid."""
         addr, _ = self.worker_by_name(name)

@@ -239,7 +239,7 @@ def test_node_lost_for_good_logs_one_loss_and_one_recovery_line(cli_cluster):
     mark = LogMark(c)
 
     # both pids first: a worker whose nanny is gone may exit before it answers a run()
-    nanny_pid, worker_pid = c.client.run(lambda: (os.getppid(), os.getpid()), workers=[addr])[addr]
+    nanny_pid, worker_pid = c.pids(addr)
     os.kill(nanny_pid, signal.SIGKILL)  # first: a nanny killed second may start a replacement
     try:
         os.kill(worker_pid, signal.SIGKILL)

@@ -411,7 +411,7 @@ def test_no_restart_falls_back_to_prioritized_recomputation(cli_cluster):
     import signal
 
     # both pids first: a worker whose nanny is gone may exit before it answers a run()
-    nanny_pid, worker_pid = c.client.run(lambda: (os.getppid(), os.getpid()), workers=[addr])[addr]
+    nanny_pid, worker_pid = c.pids(addr)
     os.kill(nanny_pid, signal.SIGKILL)  # first: a nanny killed second may start a replacement
     try:
         os.kill(worker_pid, signal.SIGKILL)

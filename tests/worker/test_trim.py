@@ -183,8 +183,8 @@ def test_spans_of_finished_graphs_are_pruned():
             Client(cluster) as client:
         held = client.submit(_inc, 1, key="held-1")
         assert held.result() == 2
-        for i in range(30):
-            assert client.submit(_inc, i, key=f"done-{i}").result() == i + 1
+        for i in range(30):  # one task group per graph: a group still known joins its span
+            assert client.submit(_inc, i, key=f"done{i}x-0").result() == i + 1
 
         def count(dask_scheduler):
             return len(dask_scheduler.tasks), len(dask_scheduler.extensions["spans"].spans)
@@ -195,7 +195,7 @@ def test_spans_of_finished_graphs_are_pruned():
                 break
             time.sleep(0.05)
         n_tasks, n_spans = count_now
-        assert n_tasks == 1 and n_spans >= 4  # Dask shares a default span between overlapping graphs
+        assert n_tasks == 1 and n_spans >= 20  # Dask shares a default span between overlapping graphs
 
         def prune(dask_scheduler):  # min_age 0: heartbeats may still report pruned spans
             pruned = DI.prune_spans(dask_scheduler, keep=2, min_age=0)
