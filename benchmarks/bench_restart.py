@@ -9,6 +9,13 @@ restarted process reopens its store and re-registers them, so only the tasks tha
 running re-execute.
 
     python benchmarks/bench_restart.py [--chunks 64] [--cost 0.5] [--job-cost 0.2] [--mb 8] [--repeat 1]
+
+``--rejoin K``: instead, how fast a SIGKILLed worker process is back, by how the nanny starts
+it (``mars-dask.worker.start-method``: ``forkserver``, auto's choice on ``dask worker``, and
+``null``, Dask's spawn), interleaved on one 3-worker cluster each: seconds from the kill to
+a worker of that name answering with a new pid, the new process's CPU seconds and RSS then,
+and the seconds its first small mars_dask task took (a spawned process imports numpy,
+pandas and mars_dask.tensor for it).
 """
 
 from __future__ import annotations
@@ -77,6 +84,74 @@ def run(mars: bool, chunks: int, cost: float, mb: int, job_cost: float) -> dict:
         c.cleanup_dirs()
 
 
+def rejoin(kills: int) -> list:
+
+    import psutil
+
+    rows = []
+    clusters = {}
+    try:
+        for method in ("forkserver", "null"):
+            tmp = Path(tempfile.mkdtemp(prefix="bench-rejoin-"))
+            c = CLICluster(tmp, mars=True, n_workers=3, nthreads=1, memory_limit="2GiB",
+                           env={"DASK_MARS_DASK__WORKER__START_METHOD": method})
+            clusters[method] = c.start_or_clean_up()
+        for i in range(kills):
+            for method, c in clusters.items():
+                name = f"w{i % 3}"
+                pid = c.kill_worker_process(name)
+                t0 = time.perf_counter()
+                while True:  # the scheduler's record, not a run(): one on the dead address
+                    try:         # retries its connection for distributed.comm.timeouts.connect
+                        addr, w = c.worker_by_name(name)
+                        if w["pid"] != pid:
+                            new = w["pid"]
+                            break
+                    except KeyError:
+                        pass
+                    time.sleep(0.01)
+                back = time.perf_counter() - t0
+                p = psutil.Process(new)
+                cpu, rss = sum(p.cpu_times()[:2]), p.memory_info().rss
+                t1 = time.perf_counter()
+                c.client.submit(_tensor_task, workers=[addr], pure=False).result()
+                first = time.perf_counter() - t1
+                rows.append({"method": method, "back": back, "cpu": cpu, "rss": rss / 2**20, "first": first})
+                print(f"  {method:<10} kill {i}: back {back:.2f} s, CPU {cpu:.2f} s, first task {first:.2f} s",
+                      flush=True)
+                if back > 5:  # an outlier: what the cluster logged meanwhile
+                    print(c.logs(2500), flush=True)
+                time.sleep(1)
+    finally:
+        for c in clusters.values():
+            c.close()
+            c.cleanup_dirs()
+    print(f"\nSIGKILL of a worker process, {kills} per method, 3 workers x 1 thread (medians, [min-max])")
+    print(f"{'start method':<14} {'kill -> back (s)':>22} {'its CPU (s)':>20} {'RSS (MiB)':>16} {'first task (s)':>20}")
+    for method in ("forkserver", "null"):
+        rs = [r for r in rows if r["method"] == method]
+        label = "forkserver" if method == "forkserver" else "spawn (null)"
+        print(f"{label:<14} {_cell(rs, 'back'):>22} {_cell(rs, 'cpu'):>20} {_cell(rs, 'rss', '{:.0f}'):>16} "
+              f"{_cell(rs, 'first'):>20}")
+    return rows
+
+
+def _cell(rows, k, f="{:.2f}") -> str:
+    import statistics
+
+    v = [r[k] for r in rows]
+    return (f + " [" + f + "-" + f + "]").format(statistics.median(v), min(v), max(v))
+
+
+def _tensor_task():
+    """What a worker runs for a small mars_dask tensor chunk: imports and a kernel."""
+    import numpy as np
+
+    import mars_dask.tensor  # noqa: F401 - what a mars_dask task's code comes from
+
+    return float(np.ones((100, 100)).sum())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=64)
@@ -84,7 +159,12 @@ def main() -> None:
     ap.add_argument("--job-cost", type=float, default=0.2, help="seconds per task of the job that reads them")
     ap.add_argument("--mb", type=int, default=8, help="MiB per chunk")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--rejoin", type=int, default=0, metavar="K",
+                    help="instead: K kills per worker start method, time until the process is back")
     a = ap.parse_args()
+    if a.rejoin:
+        rejoin(a.rejoin)
+        return
     rows = []
     for _ in range(a.repeat):
         for mars in (True, False):
