@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 import mars_dask  # noqa: E402
 import mars_dask.tensor as mt  # noqa: E402
 from mars_dask.tensor.arithmetic import elementwise  # noqa: E402
+from _common import compile_mars_dask  # noqa: E402
 from tests.worker import _kernels as K  # noqa: E402
 from tests.worker.conftest import CLICluster  # noqa: E402
 
@@ -163,6 +164,7 @@ def main() -> None:
                     help="instead: K kills per worker start method, time until the process is back")
     a = ap.parse_args()
     if a.rejoin:
+        compile_mars_dask()  # else each spawned process compiles mars_dask: not what users pay
         rejoin(a.rejoin)
         return
     rows = []
