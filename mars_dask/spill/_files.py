@@ -643,14 +643,16 @@ class _Summing(_WriteOnly):
 
 
 def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: int,
-               depth: int = 1, auth=None) -> int:
+               depth: int = 1, auth=None, reuse: str | None = None) -> int:
     """Write header + payload to ``path`` atomically (temporary name, then rename), 0600.
 
     ``write_payload(sink)`` writes the payload; returns the file size. ``depth``: O_DIRECT
     write requests kept in flight. ``auth``: an ``Authenticator`` whose MAC the file carries
-    (files on a directory others may write: checkpoints).
+    (files on a directory others may write: checkpoints). ``reuse``: a free file of ours to
+    overwrite instead of creating one (its pages are already allocated: ``_recycle.py``).
     """
-    tmp, size = write_tmp(path, header, write_payload, direct=direct, chunk=chunk, depth=depth, auth=auth)
+    tmp, size = write_tmp(path, header, write_payload, direct=direct, chunk=chunk, depth=depth, auth=auth,
+                          reuse=reuse)
     try:
         os.rename(tmp, path)
     except BaseException:
@@ -660,12 +662,22 @@ def write_file(path: str, header: dict, write_payload, *, direct: bool, chunk: i
 
 
 def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: int,
-              depth: int = 1, auth=None) -> tuple[str, int]:
+              depth: int = 1, auth=None, reuse: str | None = None) -> tuple[str, int]:
     """:func:`write_file` without the rename: ``(temporary path, file size)``; the caller
     renames it to ``path`` (publishes it) or unlinks it. A temporary file is never taken
     for a value (:func:`is_tmp_name`)."""
     tmp = tmp_name(path)
-    fd, direct = _open_for_write(tmp, direct)
+    fd = -1
+    if reuse is not None:
+        try:
+            os.rename(reuse, tmp)  # the free file becomes this write's temporary file
+            fd, direct = open_private(tmp, os.O_WRONLY), False
+        except OSError:
+            unlink_quietly(reuse)
+            unlink_quietly(tmp)
+            reuse = None
+    if fd < 0:
+        fd, direct = _open_for_write(tmp, direct)
     sink = _DirectSink(fd, chunk, depth) if direct else _Sink(fd)
     packed = _packed_header(header)
     try:
@@ -679,6 +691,8 @@ def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: in
             sink.abort()
             raise
         size = sink.finish()
+        if reuse is not None:
+            os.ftruncate(fd, size)  # (the same size: nothing to do; else what the old value left)
         mac = summing.mac.digest() if summing.mac is not None else _NO_MAC
         _write_prelude(fd, header_block(header, packed, summing.pos, summing.sum.intdigest(), mac), direct)
         os.close(fd)

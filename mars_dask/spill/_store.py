@@ -81,6 +81,7 @@ from .._safe_files import private_dir, user_name
 from ..errors import StoreCorruptError, StoreError
 from . import _files
 from ._codec import Lz4Sink, decode, encode, lz4_decompress
+from ._recycle import ShmRecycler
 from ._worker import install_teardown
 
 logger = logging.getLogger("mars_dask.spill")
@@ -177,11 +178,12 @@ class _SpillFailed(Exception):
 
 
 class _Entry:
-    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes", "own", "verified")
+    __slots__ = ("key", "tier", "path", "header", "offset", "size", "nbytes", "own", "verified", "mm")
 
     def __init__(self, key, tier, path, header, offset, size, nbytes):
         self.own = False          # shm tier: the held value is the original (file + heap)
         self.verified = False     # the file's checksum was checked by this process
+        self.mm = None            # shm tier: the one mapping of the file this process hands out
         self.key = key
         self.tier = tier          # "shm" | "disk" | "pending" (write-behind) | "heap" (no file:
         #                           both writes failed)
@@ -242,13 +244,15 @@ class MarsStore(MutableMapping):
     write_delay_max_compute: only results that took less than this to compute wait.
     read_ahead: disk files read and checked ahead at most (:meth:`prefetch`, ``read_mode``
         "mmap" only); 0: none.
+    shm_recycle: bytes of deleted values' shared-memory files kept for the next write of
+        the same size (``_recycle.py``); fraction (<= 1) of ``memory_limit`` or bytes; 0: none.
     """
 
     def __init__(self, worker_local_directory=None, *, directory=None, spill_directory=None,
                  name=None, cluster=None, memory_limit=None, shm_limit=_UNSET,
                  compression=_UNSET, o_direct=_UNSET, io_chunk=_UNSET, read_mode=_UNSET,
                  io_depth=_UNSET, read_depth=_UNSET, read_pool=_UNSET, write_delay=_UNSET,
-                 write_delay_max_compute=_UNSET, read_ahead=_UNSET):
+                 write_delay_max_compute=_UNSET, read_ahead=_UNSET, shm_recycle=_UNSET):
         # the worker is learnt later (bind(), see _worker.py); until then: no worker
         self._worker = None
         self.bound_by = None  # the worker plugin that bound this store and closes it
@@ -298,6 +302,7 @@ class MarsStore(MutableMapping):
 
         self.write_delay = seconds(write_delay, "write-delay", 0.0)
         self._write_now_until = 0.0  # monotonic time: write-behind paused until then
+        self.write_behind_pause = seconds(_UNSET, "write-behind-pause", 0.0)
         self.write_delay_max_compute = seconds(write_delay_max_compute, "write-delay-max-compute",
                                                self.write_delay)
 
@@ -328,6 +333,9 @@ class MarsStore(MutableMapping):
         self._io_lock = threading.Lock()
         self._io = {"write": [0, 0, 0.0], "read": [0, 0, 0.0]}
         self._mapped_reads = 0  # disk files mapped without the store reading them (see stats())
+        recycle = _cfg("shm-recycle") if shm_recycle is _UNSET else shm_recycle
+        self._recycler = ShmRecycler(0 if recycle in (None, 0, False) else self._parse_limit(recycle),
+                                     lambda: self.dirs[0])
 
     # -- its worker (see _worker.py) ------------------------------------------------------
     def bind(self, worker, owner=None) -> None:
@@ -548,7 +556,11 @@ class MarsStore(MutableMapping):
         The worker's TaskState says which when the value is stored: a fetched copy is still
         in state ``flight`` (Dask records the transfer's time on the task that needed it,
         not on the key), a task result has its compute time as its last ``startstops``."""
-        if self.write_delay <= 0 or self._closed or time.monotonic() < self._write_now_until:
+        if self.write_delay <= 0 or self._closed:
+            return None
+        if self._dirs is None:
+            _ = self.dirs  # opened (and scanned: see _scan) before the first value waits
+        if time.monotonic() < self._write_now_until:
             return None
         w = self._bound_worker()
         ts = w.state.tasks.get(key) if w is not None else None
@@ -673,7 +685,7 @@ class MarsStore(MutableMapping):
             self._ahead.pop(key, None)
             if key in self._lru:
                 del self._lru[key]
-            self._unlink(entry)
+            self._unlink(entry, recycle=True)
 
     # -- read ahead ---------------------------------------------------------------------
     @property
@@ -896,6 +908,7 @@ class MarsStore(MutableMapping):
             self._entries.clear()
             self._orphans.clear()
             self._recovering.clear()
+            self._recycler.clear()
             if remove and self._dirs is not None:
                 for e in entries:
                     self._unlink(e)
@@ -920,17 +933,22 @@ class MarsStore(MutableMapping):
         header = {"key": key, "kind": enc.kind, "meta": enc.meta, "nbytes": enc.nbytes,
                   "compression": "lz4" if compress else None,
                   "size": None if compress else enc.size}
+        reuse = None
+        if tier == "shm" and enc.size is not None and self._recycler.limit:
+            reuse = self._recycler.take(len(_files.header_block(header)) + enc.size)
         try:
-            tmp, size = self._write(path, header, enc.write, tier, compress, publish)
+            tmp, size = self._write(path, header, enc.write, tier, compress, publish, reuse)
         except OSError as e:
             self._write_failed(key, tier, e)
             return None, None
         return self._entry_from(key, tier, path, header, size), tmp
 
-    def _write(self, path, header, write_payload, tier, compress, publish=True) -> tuple[str | None, int]:
-        """``(temporary path, or None once renamed to path; file size)``."""
+    def _write(self, path, header, write_payload, tier, compress, publish=True,
+               reuse=None) -> tuple[str | None, int]:
+        """``(temporary path, or None once renamed to path; file size)``; ``reuse``: a free
+        shared-memory file to overwrite."""
         if tier != "disk":
-            return self._write_tier(path, header, write_payload, tier, compress, publish)
+            return self._write_tier(path, header, write_payload, tier, compress, publish, reuse)
         self._maybe_disk = True
         t0 = time.perf_counter()
         out = self._write_tier(path, header, write_payload, tier, compress, publish)
@@ -944,7 +962,8 @@ class MarsStore(MutableMapping):
             c[1] += nbytes
             c[2] += seconds
 
-    def _write_tier(self, path, header, write_payload, tier, compress, publish=True) -> tuple[str | None, int]:
+    def _write_tier(self, path, header, write_payload, tier, compress, publish=True,
+                    reuse=None) -> tuple[str | None, int]:
         def payload(sink):
             if compress:
                 z = Lz4Sink(sink)
@@ -953,7 +972,8 @@ class MarsStore(MutableMapping):
             else:
                 write_payload(sink)
 
-        kw = {"direct": self.o_direct and tier == "disk", "chunk": self.io_chunk, "depth": self.io_depth}
+        kw = {"direct": self.o_direct and tier == "disk", "chunk": self.io_chunk, "depth": self.io_depth,
+              "reuse": reuse}
         if publish:
             return None, _files.write_file(path, header, payload, **kw)
         return _files.write_tmp(path, header, payload, **kw)
@@ -1003,7 +1023,11 @@ class MarsStore(MutableMapping):
             buf = _files.read_file_direct(entry.path, self.io_chunk, depth=self.read_depth,
                                           pool=self.read_pool, check=streamed if check else None)
         else:
-            buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
+            buf = entry.mm
+            if buf is None or buf.closed:
+                buf = _files.map_file(entry.path, willneed=entry.tier == "disk")
+                if entry.tier == "shm":
+                    entry.mm = buf  # one mapping per file: see _unlink
             if check:  # mapped: one pass in file order keeps the kernel's read-ahead ahead
                 _files.verify(memoryview(buf)[:end], path=entry.path, key=entry.key, lanes=1)
         if check:
@@ -1042,7 +1066,8 @@ class MarsStore(MutableMapping):
         spill["mapped_reads"] = self._mapped_reads
         return {"keys": len(self._entries), "memory": memory, "memory_limit": limit, "tiers": tiers,
                 "write_behind": {"keys": len(backlog), "bytes": sum(backlog)},
-                "recoverable_keys": recoverable, "spill": spill, "closed": self._closed}
+                "recoverable_keys": recoverable, "spill": spill, "recycle": self._recycler.stats(),
+                "closed": self._closed}
 
     def _hold(self, key, value) -> None:
         """Hold ``value`` in memory, moving least recently used values to disk while over the
@@ -1107,6 +1132,7 @@ class MarsStore(MutableMapping):
             os.unlink(old)
         new = self._entry_from(key, "disk", path, header, size)
         entry.tier, entry.path, entry.header, entry.own, entry.verified = "disk", path, header, False, False
+        entry.mm = None  # (the old mapping lives on with the values that use it)
         entry.offset, entry.size = new.offset, new.size
 
     def _adopt(self, entry: _Entry, value) -> None:
@@ -1115,9 +1141,22 @@ class MarsStore(MutableMapping):
         if entry.tier == "shm" or entry.nbytes <= self._lru.n:
             self._hold(entry.key, value)
 
-    def _unlink(self, entry: _Entry) -> None:
-        if entry.path:
-            _files.unlink_quietly(entry.path)
+    def _unlink(self, entry: _Entry, recycle: bool = False) -> None:
+        """Remove ``entry``'s file; with ``recycle`` (a value deleted) give a shared-memory
+        file to the recycler instead if no value of this process can still see its pages
+        (its one mapping closes: ``_recycle.py``)."""
+        if not entry.path:
+            return
+        mm, entry.mm = entry.mm, None
+        if recycle and entry.tier == "shm" and self._recycler.limit and not self._closed:
+            try:
+                if mm is not None:
+                    mm.close()  # BufferError: an array, view or transfer still uses the pages
+                if self._recycler.give(entry.path, entry.offset + entry.size):
+                    return
+            except BufferError:
+                pass
+        _files.unlink_quietly(entry.path)
 
     def _scan(self) -> None:
         """Find a previous process's files: remove torn writes and unreadable files; a key
@@ -1142,3 +1181,11 @@ class MarsStore(MutableMapping):
                     _files.unlink_quietly(prev.path)
                 self._orphans[entry.key] = entry
                 self._maybe_disk = self._maybe_disk or tier == "disk"
+        if self._orphans and self.write_behind_pause > 0:
+            # A previous process of this worker died holding values: this one was restarted
+            # after a loss, so write-behind pauses as the scheduler asks of every worker
+            # after one (write_now_for), from the first result on. The scheduler's word
+            # comes only after registration and a round trip (mars_hello), and results this
+            # process held back meanwhile were lost when it was killed again within the
+            # delay: each such result was recomputed through its whole released lineage.
+            self._write_now_until = max(self._write_now_until, time.monotonic() + self.write_behind_pause)
