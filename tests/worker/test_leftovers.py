@@ -300,13 +300,16 @@ def test_nanny_holds_the_store_through_a_worker_restart(cli_cluster):
         sweeps += 1
         assert _files(*dirs) == files  # nothing swept from under the restart
         try:
-            if len(c.client.run(os.getpid)) == 1 and c.mars_stats()["adopted"] >= 16:
+            # the scheduler's view: run() on the dead address would retry for the connect timeout
+            if len(c.workers()) == 1 and c.mars_stats()["adopted"] >= 16:
                 break
         except Exception:  # noqa: BLE001,S110 - the worker is not back yet
             pass
         time.sleep(0.02)
     assert c.mars_stats()["adopted"] >= 16, c.logs()
-    assert sweeps > 5
+    # sweeps ran while the process was gone (a forkserver restart and its adoption can take
+    # well under half a second, a handful of sweeps)
+    assert sweeps >= 2
     np.testing.assert_array_equal(x.fetch(), expected)
     (nanny,) = _nanny_dirs(c).values()
     assert nanny == [dirs, [True, True]]

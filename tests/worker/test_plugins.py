@@ -179,7 +179,7 @@ def test_a_process_restarted_during_a_take_over_leaves_the_files_being_taken(cli
 def _keep_deleted_files(dask_worker):
     """This worker's store forgets deleted values but leaves their files, as a process
     killed between the scheduler's release and the unlink does."""
-    dask_worker.data._unlink = lambda entry: None
+    dask_worker.data._unlink = lambda entry, recycle=False: None
 
 
 def _known(dask_scheduler, keys):
