@@ -1188,4 +1188,4 @@ class MarsStore(MutableMapping):
             # comes only after registration and a round trip (mars_hello), and results this
             # process held back meanwhile were lost when it was killed again within the
             # delay: each such result was recomputed through its whole released lineage.
-            self._write_now_until = max(self._write_now_until, time.monotonic() + self.write_behind_pause)
+            self.write_now_for(self.write_behind_pause)
