@@ -309,6 +309,7 @@ class MarsStore(MutableMapping):
         self._lock = threading.RLock()
         self._queued = threading.Condition(self._lock)
         self._queue: deque = deque()  # (due, key, entry) of pending values, due times in order
+        self._young: deque = deque()  # (due, key, entry) of values written young: see _settle
         self._writer: threading.Thread | None = None
         self._writing: _Entry | None = None  # the writer thread's write in flight (lock released)
         self._entries: dict = {}
@@ -491,23 +492,31 @@ class MarsStore(MutableMapping):
             if key in self._orphans:
                 self._unlink(self._orphans.pop(key))
             nbytes = self._deferrable(key)
-            if nbytes is not None:
+            if nbytes is None:
+                self._persist(key, value)
+            elif time.monotonic() < self._write_now_until:  # write-behind paused: write_now_for
+                self._persist(key, value, young=True)
+            else:
                 entry = self._entries[key] = _Entry(key, "pending", None, None, 0, 0, nbytes)
                 self._queue.append((time.monotonic() + self.write_delay, key, entry))
                 self._hold(key, value)  # an eviction now writes it to disk (_demote)
-                if self._writer is None:
-                    self._writer = threading.Thread(target=self._write_behind, daemon=True,
-                                                    name=f"mars-dask-store-{self.name}")
-                    self._writer.start()
-                elif len(self._queue) == 1:
-                    self._queued.notify()
-                return
-            self._persist(key, value)
+                self._wake_writer(len(self._queue) == 1)
 
-    def _persist(self, key, value) -> None:
-        """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it."""
+    def _wake_writer(self, notify: bool) -> None:
+        """(Lock held.) Start the writer thread on the first value it has to handle, else
+        wake it if ``notify`` (its next due time may have moved earlier)."""
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_behind, daemon=True,
+                                            name=f"mars-dask-store-{self.name}")
+            self._writer.start()
+        elif notify:
+            self._queued.notify()
+
+    def _persist(self, key, value, young: bool = False) -> None:
+        """Write ``value`` (shared memory, else disk, else keep it in the heap) and hold it;
+        ``young``: see :meth:`_install`."""
         enc, new, _ = self._write_out(key, value, publish=True)
-        self._install(key, value, enc, new)
+        self._install(key, value, enc, new, young=young)
 
     def _write_out(self, key, value, publish: bool):
         """Encode and write ``value`` to shared memory, else disk: ``(encoded, entry, tmp)``;
@@ -525,10 +534,18 @@ class MarsStore(MutableMapping):
             new = _Entry(key, "heap", None, None, 0, 0, enc.nbytes)
         return enc, new, tmp
 
-    def _install(self, key, value, enc, new: _Entry, entry: _Entry | None = None) -> None:
+    def _install(self, key, value, enc, new: _Entry, entry: _Entry | None = None,
+                 young: bool = False) -> None:
         """Make the written ``new`` the key's entry (``entry``: the pending entry it
         completes) and hold the value as read back from the file (arrays: now; larger
-        frames: when first read; small frames and pickled values: as they are)."""
+        frames: when first read; small frames and pickled values: as they are).
+
+        ``young``: a result that would have waited for its write-behind, written at once
+        because write-behind is paused. It is held as the task returned it (file + heap,
+        accounted so) for ``write_delay``, then as the file (:meth:`_settle`): most such
+        results are deleted before that, and mapping the file only to read it back once
+        (mmap, a page fault per page in the next task, munmap) cost as much as the write
+        itself; held as is, the file is never mapped and is recycled whole on delete."""
         if entry is None:
             entry = self._entries[key] = new
         else:
@@ -537,6 +554,10 @@ class MarsStore(MutableMapping):
         if entry.tier == "shm":
             if enc.kind == "dask":
                 held = value
+            elif young and (enc.kind == "numpy" or enc.nbytes > HOLD_AS_IS):
+                held, entry.own = value, True
+                self._young.append((time.monotonic() + self.write_delay, key, entry))
+                self._wake_writer(len(self._young) == 1)
             elif enc.kind == "numpy":
                 held = self._load(entry)
             elif enc.nbytes <= HOLD_AS_IS:
@@ -552,7 +573,8 @@ class MarsStore(MutableMapping):
     def _deferrable(self, key) -> int | None:
         """The size of the value being stored if its write may wait (a task result cheaper
         than ``write_delay_max_compute`` to compute, or a copy fetched from another worker),
-        else None; None for every value while write-behind is paused (:meth:`write_now_for`).
+        else None. (While write-behind is paused, :meth:`write_now_for`, such a value is
+        written at once but held as is while young: :meth:`_install`.)
         The worker's TaskState says which when the value is stored: a fetched copy is still
         in state ``flight`` (Dask records the transfer's time on the task that needed it,
         not on the key), a task result has its compute time as its last ``startstops``."""
@@ -560,8 +582,6 @@ class MarsStore(MutableMapping):
             return None
         if self._dirs is None:
             _ = self.dirs  # opened (and scanned: see _scan) before the first value waits
-        if time.monotonic() < self._write_now_until:
-            return None
         w = self._bound_worker()
         ts = w.state.tasks.get(key) if w is not None else None
         if ts is None or ts.nbytes is None:
@@ -585,14 +605,19 @@ class MarsStore(MutableMapping):
         write has its temporary file unlinked instead."""
         with self._lock:
             while not self._closed:
+                now = time.monotonic()
+                settle = self._young[0][0] - now if self._young else None
+                if settle is not None and settle <= 0:
+                    self._settle(*self._young.popleft()[1:])
+                    continue
                 if not self._queue:
-                    self._queued.wait()
+                    self._queued.wait(None if settle is None else settle + WRITE_BEHIND_SLACK)
                     continue
                 due, key, entry = self._queue[0]
-                now = time.monotonic()
                 wait = due - now if now >= self._write_now_until else 0
                 if wait > 0:
-                    self._queued.wait(wait + WRITE_BEHIND_SLACK)
+                    self._queued.wait(min(wait, settle if settle is not None else wait)
+                                      + WRITE_BEHIND_SLACK)
                     continue
                 self._queue.popleft()
                 if not self._is_pending(key, entry):
@@ -610,6 +635,14 @@ class MarsStore(MutableMapping):
                     self._writing = None
                     del value, written
                     self._queued.notify_all()
+
+    def _settle(self, key, entry: _Entry) -> None:
+        """(Lock held.) A value written young (:meth:`_install`) and still stored is held as
+        its file from now on: the task's object is let go (its memory freed once no task
+        or transfer uses it) and the file is mapped when the value is next read."""
+        if self._entries.get(key) is entry and entry.tier == "shm" and entry.own and key in self._lru:
+            entry.own = False
+            self._lru.set_noevict(key, _UNREAD)
 
     def _write_behind_one(self, key, value):
         """``_write_out(publish=False)``; None if it failed (logged: the value stays in
@@ -900,6 +933,7 @@ class MarsStore(MutableMapping):
             if self._ahead_pool is not None:
                 self._ahead_pool.shutdown(wait=False, cancel_futures=True)  # it may wait for our lock
             self._queue.clear()
+            self._young.clear()
             self._queued.notify_all()
             self._wait_for_writer()  # its temporary file is gone before the directory is
             self._lru = zict.LRU(0, {})  # drop the held values without demoting them

@@ -1126,3 +1126,37 @@ def test_write_now_for_pauses_write_behind_and_writes_what_waits(dirs, monkeypat
     st.close()
 
 
+def test_a_young_result_written_in_the_pause_is_held_as_is_until_it_ages(dirs, monkeypatch):
+    """While write-behind is paused a cheap result is written at once, but the store keeps
+    the task's own array (no mapping of the file to read it back, which cost as much as
+    the write) and accounts for both; ``write_delay`` later, if still stored, the array is
+    let go and the value is read from its file. A young value deleted is recycled whole."""
+    st = make_store(dirs, write_delay="0.3s", write_delay_max_compute="1s")
+    task = types.SimpleNamespace(nbytes=80_000, state="memory", previous=None,
+                                 startstops=[{"action": "compute", "start": 0.0, "stop": 0.001}])
+    worker = types.SimpleNamespace(state=types.SimpleNamespace(tasks=types.SimpleNamespace(get=lambda key: task)))
+    monkeypatch.setattr(st, "_bound_worker", lambda: worker)
+    st.write_now_for(60)
+    a, b = np.arange(10_000.0), np.arange(10_000.0) * 2
+    st["a"] = a
+    st["b"] = b
+    assert st.tier_of("a") == st.tier_of("b") == "shm"  # on file before the assignment returned
+    assert st["a"] is a and st._entries["a"].mm is None  # held as is, the file never mapped
+    file_bytes = os.path.getsize(st.path_of("a"))
+    assert st.stats()["memory"] == 2 * (file_bytes + a.nbytes)  # file and array both counted
+    np.testing.assert_array_equal(st._load(st._entries["a"]), a)  # the file holds the value
+    inode = os.stat(st.path_of("b")).st_ino
+    del st["b"]
+    st["c"] = np.arange(10_000.0) * 3
+    assert os.stat(st.path_of("c")).st_ino == inode  # b's file, never mapped, reused whole
+    np.testing.assert_array_equal(st._load(st._entries["c"]), np.arange(10_000.0) * 3)
+    deadline = time.monotonic() + 10
+    while st.stats()["memory"] > 2 * file_bytes and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert st.stats()["memory"] == 2 * file_bytes  # the arrays let go: the files only
+    got = st["a"]
+    assert got is not a and mmap_backed(got)  # read back from the file
+    np.testing.assert_array_equal(got, a)
+    st.close()
+
+
