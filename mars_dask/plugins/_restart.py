@@ -183,9 +183,16 @@ class Recovery:
             if d.restart_over:
                 continue
             d.hello_seen = True
-            # lost results its store did not have (held back by its write-behind, or damaged)
-            self.counts["lost_unwritten"] += sum(1 for k in d.restart_keys if k in d.lost and k in d.saved
-                                                 and k not in listed and k not in d.taking)
+            # lost results its store did not have (held back by its write-behind, or damaged):
+            # recomputed, through their lineage if it was released (the failover page shows
+            # them, so that a policy losing results under repeated kills can be seen)
+            unwritten = [k for k in d.restart_keys if k in d.lost and k in d.saved
+                         and k not in listed and k not in d.taking]
+            if unwritten:
+                self.counts["lost_unwritten"] += len(unwritten)
+                self.s.log_event(P.EVENT_TOPIC, {"action": "lost-unwritten", "worker": d.address,
+                                                 "restarted": worker, "n": len(unwritten),
+                                                 "keys": unwritten[:P.KEYS_IN_EVENT]})
             for k in keys:
                 if k in d.restart_keys and k in d.saved and k not in d.taking:
                     ts = self.s.tasks.get(k)
