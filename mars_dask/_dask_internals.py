@@ -15,9 +15,9 @@ Public API is used where it exists and is not listed: plugin hooks, ``Worker.plu
 
 Contacts. Before this module: about 30 kinds spread over 10 files, 75 code lines (the worker,
 nanny, store, session side) plus 83 in the scheduler plugins (``_restart.py`` 29, ``_quota.py``
-5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 42 checked contacts
+5, ``_failover.py`` 47, ``_checkpoint.py`` 2, ``_journal.py`` 0). Now: 41 checked contacts
 (:data:`CONTACTS`, the rows below; a row with several names is one contact read and written)
-served by 65 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
+served by 64 functions, and 0 code lines outside this module in ``plugins/`` (``_worker.py``,
 ``_nanny.py``, ``_scheduler.py``, ``_restart.py``, ``_quota.py``, ``_failover.py``,
 ``_checkpoint.py``, ``_journal.py``, ``_pages.py``), ``spill/``, ``_reconnect.py`` and ``_embedded.py``: every
 call site goes through them. Graph building uses dask's task spec (``dask._task_spec``: a
@@ -124,9 +124,6 @@ add_dashboard_nav_page,            variables(scheduler)`` (memoized: its ``pages
 use_dashboard_template,            list is the top bar); ``components.scheduler.env``
 dashboard_theme)                   (``simple.html``) and ``BOKEH_THEME``
 waiting_for_workers                ``Scheduler.unrunnable`` + ``Scheduler.queued``     no-workers-timeout
-move_queued_task                   ``WorkStealing.move_task_request(ts, victim,        idle-balance
-                                   thief)`` and ``.in_flight`` of the ``stealing``
-                                   scheduler extension
 future_cancel_reason               ``Future._state.exception.reason``                  client-reconnect
 scheduler_n_workers                ``Client._scheduler_identity``                      client-reconnect
 cluster_worker_status              ``Cluster._update_worker_status`` (overridden)      embedded-cluster-respawn
@@ -479,12 +476,6 @@ def _probe_waiting_for_workers():
             and _probe_fail_task())
 
 
-
-def _probe_move_task():
-    from distributed.stealing import WorkStealing
-    return (_params(WorkStealing.move_task_request, "ts", "victim", "thief")
-            and _source_has(WorkStealing, "self.in_flight"))
-
 #: contact name -> (probe, features that need it, role that checks it)
 CONTACTS: dict = {
     "hook_worker_close": (_probe_worker_close, ("scheduler-loss-restart",), "worker"),
@@ -527,7 +518,6 @@ CONTACTS: dict = {
     "strip_message_logs": (_probe_message_logs, ("message-log-stripping",), "scheduler"),
     "dashboard_pages": (_probe_dashboard, ("dashboard-pages",), "scheduler"),
     "waiting_for_workers": (_probe_waiting_for_workers, ("no-workers-timeout",), "scheduler"),
-    "move_queued_task": (_probe_move_task, ("idle-balance",), "scheduler"),
     "future_cancel_reason": (_probe_future_state, ("client-reconnect",), "client"),
     "scheduler_n_workers": (_probe_scheduler_identity, ("client-reconnect",), "client"),
     "cluster_worker_status": (_probe_cluster_worker_status, ("embedded-cluster-respawn",), "client"),
@@ -884,19 +874,6 @@ def hold_to_worker(scheduler, ts, address: str, *, only: bool = False) -> None:
         ts.host_restrictions = None
         ts.resource_restrictions = None
     ts.loose_restrictions = False
-
-
-def move_queued_task(scheduler, ts, victim, thief) -> bool:
-    """Ask ``victim`` to hand ``ts`` (queued there) to ``thief`` through Dask's work-stealing
-    protocol: ``WorkStealing.move_task_request`` sends the ``steal-request``, and the
-    victim's answer moves the task only if it had not started it (``move_task_confirm``).
-    Relies on the ``stealing`` scheduler extension, that method's ``(ts, victim, thief)``
-    and its ``in_flight`` (a task being moved is left alone) (2026.6.0-2026.8.0). False
-    when nothing was asked (work stealing turned off, the task moving or no longer there)."""
-    ext = scheduler.extensions.get("stealing")
-    if ext is None or ts in ext.in_flight or ts.processing_on is not victim:
-        return False
-    return ext.move_task_request(ts, victim, thief) not in ("in-flight", "comm-closed")
 
 
 def resource_restriction(ts, name: str):

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import logging
 
-from dask.utils import parse_timedelta
 from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.protocol.pickle import dumps
-from tornado.ioloop import PeriodicCallback
 
 from .. import config
 from .. import _dask_internals as DI
 from . import _protocol as P
 from . import _http
-from ._balance import Balance
 from ._failover import Failover
 from ._impure import HANDLER as IMPURE_HANDLER
 from ._impure import ImpureRuns
@@ -36,7 +33,6 @@ class MarsSchedulerPlugin(SchedulerPlugin):
 
     name = P.PLUGIN_NAME
     idempotent = True
-    _balance_pc = None  # (close() may come without start(): a second, idempotent registration)
 
     def __init__(self, install_worker_plugin: bool = True, add_http_routes: bool = True):
         self.install_worker_plugin = install_worker_plugin
@@ -85,25 +81,10 @@ class MarsSchedulerPlugin(SchedulerPlugin):
             _http.add_routes(scheduler)
         if DI.enabled("dashboard-pages"):
             DI.add_dashboard_nav_page(scheduler, _http.NAV_PAGE)  # "Mars" in the top bar
-        self.balance = Balance(scheduler)
-        self._balance_pc = None
-        interval = parse_timedelta(config.get("scheduler.balance-interval") or 0)
-        if interval and DI.enabled("idle-balance"):
-            self._balance_pc = PeriodicCallback(self._balance_round, interval * 1000)
-            self._balance_pc.start()
 
     async def close(self):
-        if self._balance_pc is not None:
-            self._balance_pc.stop()
         if self.failover is not None:
             self.failover.close()
-
-    def _balance_round(self):
-        try:
-            self.balance.round()
-        except Exception:  # a bug here must not take the scheduler's loop with it every 200 ms
-            logger.exception("mars_dask: balancing idle workers failed; turned off")
-            self._balance_pc.stop()
 
     # -- hooks --------------------------------------------------------------------------
     def update_graph(self, scheduler, *, annotations=None, tasks=(), client=None, stimulus_id=None, **kwargs):
