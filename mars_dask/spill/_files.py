@@ -692,7 +692,7 @@ def write_tmp(path: str, header: dict, write_payload, *, direct: bool, chunk: in
             raise
         size = sink.finish()
         if reuse is not None:
-            os.ftruncate(fd, size)  # (the same size: nothing to do; else what the old value left)
+            os.ftruncate(fd, size)  # a guard: take() matched the size, so this cuts nothing today
         mac = summing.mac.digest() if summing.mac is not None else _NO_MAC
         _write_prelude(fd, header_block(header, packed, summing.pos, summing.sum.intdigest(), mac), direct)
         os.close(fd)

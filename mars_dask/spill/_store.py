@@ -616,8 +616,7 @@ class MarsStore(MutableMapping):
                 due, key, entry = self._queue[0]
                 wait = due - now if now >= self._write_now_until else 0
                 if wait > 0:
-                    self._queued.wait(min(wait, settle if settle is not None else wait)
-                                      + WRITE_BEHIND_SLACK)
+                    self._queued.wait((wait if settle is None else min(wait, settle)) + WRITE_BEHIND_SLACK)
                     continue
                 self._queue.popleft()
                 if not self._is_pending(key, entry):
