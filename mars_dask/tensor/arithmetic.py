@@ -329,12 +329,10 @@ def _assign_out(out, result):
     return out
 
 
-# generalized ufuncs (matmul, vecdot, ...) have core dimensions: they are not element-wise
-UFUNCS = {
-    n: getattr(np, n)
-    for n in dir(np)
-    if isinstance(getattr(np, n, None), np.ufunc) and getattr(np, n).signature is None
-}
+# generalized ufuncs (matmul, vecdot, ...) have core dimensions: they are not element-wise.
+# (vars, not dir + getattr: getattr(np, "f2py"), "ma", "testing", ... import those lazy
+# submodules, 40 ms that every process importing mars_dask.tensor paid)
+UFUNCS = {n: f for n, f in vars(np).items() if isinstance(f, np.ufunc) and f.signature is None}
 _g = globals()
 for _n, _uf in UFUNCS.items():
     _g[_n] = _make_ufunc(_uf)

@@ -143,3 +143,23 @@ def test_keyword_arguments_and_errors(client):
         mt.special.multigammaln(t, 2.5)
     with pytest.raises(TypeError):
         mt.special.erf(t, where=t > 1)  # numpy leaves the rest undefined: needs out=
+
+
+def test_importing_mt_imports_no_scipy_nor_numpy_submodules():
+    """Every worker imports mars_dask.tensor at its first task (a process started by
+    execute() pays it in the first job): scipy.special (~50 ms) is imported at the first
+    mt.special call, and numpy's lazy submodules (f2py, ma, testing: ~40 ms) not at all."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mars_dask.tensor; "
+            "print(sorted(m for m in ('scipy.special', 'numpy.f2py', 'numpy.ma', 'numpy.testing') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_function_the_installed_scipy_lacks_says_so_when_called(monkeypatch):
+    monkeypatch.delattr(sp, "gammaln")
+    with pytest.raises(NotImplementedError, match="scipy.special.gammaln"):
+        mt.special.gammaln(mt.tensor(V))

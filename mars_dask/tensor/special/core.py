@@ -10,7 +10,6 @@ Functions with several outputs (``fresnel``, ``airy``, ...) return an executable
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as _sp
 
 from ..core import Tensor, astensor
 from ..lib._executable import ExecutableTuple
@@ -74,10 +73,23 @@ def _operand(a):
     return astensor(a)
 
 
+def _scipy_function(name: str):
+    """``scipy.special.<name>``, imported at the first call: scipy.special takes ~50 ms to
+    import, which every process importing ``mars_dask.tensor`` paid (each worker at its first
+    task) though few jobs use it."""
+    import scipy.special
+
+    func = getattr(scipy.special, name, None)
+    if func is None:
+        raise NotImplementedError(
+            f"mt.special.{name} needs scipy.special.{name}, which the installed scipy does not have")
+    return func
+
+
 def _probe_multigammaln(args):
     a, d = args
     dt = a.dtype if isinstance(a, Tensor) else np.asarray(a).dtype
-    return _sp.multigammaln(np.full((1,), d, dtype=dt), d).dtype  # validates d as scipy
+    return _scipy_function("multigammaln")(np.full((1,), d, dtype=dt), d).dtype  # validates d as scipy
 
 
 def _assign(out, res, nout, name):
@@ -100,10 +112,10 @@ def _make(name: str):
     params = _SIGNATURES[name]
     defaults = _DEFAULTS.get(name, {})
     scalar_pos = _SCALAR_ARGS.get(name, ())
-    func = getattr(_sp, name)
-    nout = func.nout if isinstance(func, np.ufunc) else 1
 
     def special(*args, out=None, where=True, **kwargs):
+        func = _scipy_function(name)
+        nout = func.nout if isinstance(func, np.ufunc) else 1
         if len(args) > len(params):
             raise TypeError(f"{name}() takes {len(params)} positional arguments but {len(args)} were given")
         bound = list(args)
@@ -140,16 +152,7 @@ def _make(name: str):
     return special
 
 
-def _missing(name: str):
-    def special(*args, **kwargs):
-        raise NotImplementedError(
-            f"mt.special.{name} needs scipy.special.{name}, which the installed scipy does not have")
-
-    special.__name__ = special.__qualname__ = name
-    return special
-
-
 _g = globals()
 for _name in _SIGNATURES:
-    _g[_name] = _make(_name) if hasattr(_sp, _name) else _missing(_name)
+    _g[_name] = _make(_name)
 del _g, _name
