@@ -52,6 +52,8 @@ prune_worker_dependencies          ``Worker.handle_stimulus`` wrapped per instan
                                    worker task edges edited before a compute-task;
                                    ``WorkerState._transitions`` (released->forgotten)
 worker_holding_store               ``Worker._instances``                               store-without-plugin
+refuse_connections                 ``Worker.rpc.connect`` wrapped per instance (the    fail-fast-fetch
+                                   pool gather_dep connects through)
 worker_process                     ``Nanny.process`` (WorkerProcess) ``.process``      restart-recovery
 worker_process_address             ``WorkerProcess.worker_address`` (read)             restart-recovery
 forget_worker_process_address      ``WorkerProcess.worker_address`` (cleared)          scheduler-loss-restart
@@ -143,7 +145,8 @@ message-log-stripping (the scheduler's logs of recent messages keep the recipes,
 embedded in them, of the last ~1,000 batches sent to each worker, as in plain Dask),
 no-workers-timeout (waiting work is not failed), worker-malloc (worker processes keep Dask's
 ``MALLOC_TRIM_THRESHOLD_`` alone), worker-forkserver (worker processes are spawned, Dask's
-default). ``plugins/_journal.py`` touches nothing of
+default), fail-fast-fetch (a worker fetching from a dead peer retries the refused connection
+for ``distributed.comm.timeouts.connect``, as in plain Dask). ``plugins/_journal.py`` touches nothing of
 distributed (the recipes it stores come from the functions above).
 
 Removed (no longer touched at all): ``sys._getframe`` + ``WorkerMemoryManager.__init__``'s
@@ -254,6 +257,11 @@ def _probe_ready_heaps():
 def _probe_worker_instances():
     from distributed.worker import Worker
     return hasattr(Worker, "_instances")
+
+
+def _probe_connection_pool():
+    from distributed.core import ConnectionPool
+    return _params(ConnectionPool.connect, "addr", "timeout") and _params(ConnectionPool.remove, "reason")
 
 
 def _probe_worker_process():
@@ -484,6 +492,7 @@ CONTACTS: dict = {
     "next_ready_tasks": (_probe_ready_heaps, ("store-read-ahead",), "worker"),
     "prune_worker_dependencies": (_probe_dependency_pruning, ("failover-checkpoints",), "worker"),
     "worker_holding_store": (_probe_worker_instances, ("store-without-plugin",), "worker"),
+    "refuse_connections": (_probe_connection_pool, ("fail-fast-fetch",), "worker"),
     "worker_process": (_probe_worker_process, ("restart-recovery", "scheduler-loss-restart"), "nanny"),
     "memory_terminated_pid": (_probe_memory_terminated, ("restart-recovery",), "nanny"),
     "nanny_pre_spawn_env": (_probe_pre_spawn_env, ("worker-malloc",), "nanny"),
@@ -709,6 +718,41 @@ def worker_holding_store(store):
         if mm is not None and getattr(mm, "data", None) is store:
             return w
     return None
+
+
+def refuse_connections(worker, gone: dict) -> None:
+    """Make ``worker``'s new connections to an address in ``gone`` (address -> monotonic
+    deadline; the caller's record of peers the scheduler saw die) fail at once, until its
+    deadline: an OSError (``CommClosedError``) that ``gather_dep`` handles as the peer gone
+    (Dask's own handling: the inputs are asked of other holders, or of the scheduler),
+    instead of ``distributed.comm.core.connect`` retrying the refused connection for
+    ``distributed.comm.timeouts.connect``. Wraps ``worker.rpc.connect`` on the instance
+    (relies on ``Worker.rpc`` being the ConnectionPool ``get_data_from_worker`` connects
+    through, and on ``ConnectionPool.connect`` being looked up on the instance)
+    (2026.6.0-2026.8.0)."""
+    import time
+
+    from distributed.comm.core import CommClosedError
+
+    pool = worker.rpc
+    real = pool.connect
+
+    async def connect(addr, timeout=None):
+        until = gone.get(addr)
+        if until is not None:
+            if time.monotonic() < until:
+                raise CommClosedError(f"mars_dask: the scheduler saw {addr} die")
+            gone.pop(addr, None)
+        return await real(addr, timeout=timeout)
+
+    pool.connect = connect
+
+
+def fail_connections_to(worker, address: str) -> None:
+    """Fail the connections ``worker`` is making to ``address`` now (public:
+    ``ConnectionPool.remove`` cancels them with ``CommClosedError(reason)``) and close those
+    it has."""
+    worker.rpc.remove(address, reason=f"mars_dask: the scheduler saw {address} die")
 
 
 # -- nanny -----------------------------------------------------------------------------------

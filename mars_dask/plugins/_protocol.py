@@ -24,6 +24,9 @@ OP_STORE_STATS = "mars_store_stats"
 OP_TAKE_OVER = "mars_take_over"
 #: scheduler -> worker RPC: write every result at once for a while (``MarsStore.write_now_for``)
 OP_WRITE_NOW = "mars_write_now"
+#: scheduler -> worker RPC: a worker process died; connections to it fail at once instead of
+#: being retried for ``distributed.comm.timeouts.connect`` (``fail_connections_to``)
+OP_PEER_GONE = "mars_peer_gone"
 #: worker restrictions that match no worker: how a result is held back
 HOLD_PREFIX = "mars-hold://"
 

@@ -45,6 +45,10 @@ from . import _protocol as P
 from ._rss import RSSReader
 
 logger = logging.getLogger("mars_dask.plugins")
+#: seconds a dead peer's address stays refused: long enough for the inputs it held to be
+#: dropped from this worker's records (the first failed fetch drops them all, or the
+#: scheduler's next message), short enough that an address in use again is soon reachable
+PEER_GONE_FOR = 10.0
 
 
 def quota_of(worker, fraction: float | None = None) -> int:
@@ -205,6 +209,7 @@ class MarsWorkerPlugin(WorkerPlugin):
         # True when registered by the scheduler plugin: task reports may be sent at once
         # (otherwise only after the scheduler answered mars_hello)
         self.scheduler_has_plugin = scheduler_has_plugin
+        self._gone: dict | None = None  # peers the scheduler saw die -> refused until (monotonic)
 
     # -- lifecycle ----------------------------------------------------------------------
     def setup(self, worker):
@@ -212,7 +217,8 @@ class MarsWorkerPlugin(WorkerPlugin):
         # asked by the scheduler's /api/mars/v1/store route (this instance's from now on)
         DI.register_handlers(worker, handlers={P.OP_STORE_STATS: self._store_stats,
                                                P.OP_TAKE_OVER: self._take_over,
-                                               P.OP_WRITE_NOW: self._write_now})
+                                               P.OP_WRITE_NOW: self._write_now,
+                                               P.OP_PEER_GONE: self._peer_gone})
         if isinstance(st, _State):
             self.st = st
             st.enabled = st.enabled or self.scheduler_has_plugin
@@ -336,6 +342,18 @@ class MarsWorkerPlugin(WorkerPlugin):
         store = self._store()
         if store is not None and seconds:
             store.write_now_for(seconds)
+        return "OK"
+
+    def _peer_gone(self, address: str = "") -> str:
+        """The scheduler saw the worker process at ``address`` die: fail this worker's
+        connections to it now, and new ones for a while (its inputs are fetched elsewhere)."""
+        if not address or not DI.enabled("fail-fast-fetch"):
+            return "OK"
+        if self._gone is None:
+            self._gone = {}
+            DI.refuse_connections(self.st.worker, self._gone)
+        self._gone[address] = time.monotonic() + PEER_GONE_FOR
+        DI.fail_connections_to(self.st.worker, address)
         return "OK"
 
     async def _store_stats(self) -> dict:
