@@ -435,10 +435,7 @@ class Recovery:
         if self.write_pause <= 0:
             return
         self._write_now_until = time.monotonic() + self.write_pause
-        others = [a for a in self.s.workers if a != dead and not self.workers.get(a, {}).get("closing")]
-        if others:
-            self.s.loop.add_callback(self.s.broadcast, msg={"op": P.OP_WRITE_NOW, "seconds": self.write_pause},
-                                     workers=others, on_error="ignore")
+        self._tell_others(dead, {"op": P.OP_WRITE_NOW, "seconds": self.write_pause})
 
     def _tell_peers_gone(self, dead: str) -> None:
         """A worker process died: every other worker fails its connections to it at once
@@ -446,10 +443,13 @@ class Recovery:
         from it otherwise retries the refused connection for
         ``distributed.comm.timeouts.connect`` (30 s) before it asks for the input elsewhere:
         under a kill every 3 s a worker whose only task waited so sat idle for 5-12 s."""
-        others = [a for a in self.s.workers if a != dead]
+        self._tell_others(dead, {"op": P.OP_PEER_GONE, "address": dead})
+
+    def _tell_others(self, dead: str, msg: dict) -> None:
+        """Send ``msg`` to every worker but ``dead`` and those closing (from the event loop)."""
+        others = [a for a in self.s.workers if a != dead and not self.workers.get(a, {}).get("closing")]
         if others:
-            self.s.loop.add_callback(self.s.broadcast, msg={"op": P.OP_PEER_GONE, "address": dead},
-                                     workers=others, on_error="ignore")
+            self.s.loop.add_callback(self.s.broadcast, msg=msg, workers=others, on_error="ignore")
 
     @staticmethod
     def _exact_starts(info: dict) -> bool:

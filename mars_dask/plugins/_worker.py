@@ -352,7 +352,10 @@ class MarsWorkerPlugin(WorkerPlugin):
         if self._gone is None:
             self._gone = {}
             DI.refuse_connections(self.st.worker, self._gone)
-        self._gone[address] = time.monotonic() + PEER_GONE_FOR
+        now = time.monotonic()
+        for a in [a for a, until in self._gone.items() if until <= now]:  # a long-lived worker sees many deaths
+            del self._gone[a]
+        self._gone[address] = now + PEER_GONE_FOR
         DI.fail_connections_to(self.st.worker, address)
         return "OK"
 
